@@ -1,0 +1,143 @@
+// `kiln compile FILE`: compile one kernel without a daemon and report its
+// binary key, launch metadata summary and compile time; --emit prints the
+// generated code, -o writes the binary.
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "client/cli/commands.h"
+#include "client/cli/source_file.h"
+#include "compiler/compile.h"
+#include "compiler/ir/parser.h"
+
+namespace kiln::cli {
+namespace {
+
+struct CompileArgs {
+  std::string file;
+  std::string target = "cpu";
+  std::string kernel;
+  std::vector<std::string> defines;
+  std::string output;
+  std::string emit;
+  bool print_ir_after_all = false;
+};
+
+// NAME=VALUE pairs of -D; exits with a usage error on a malformed one.
+std::map<std::string, int64_t> ParseDefines(
+    const std::vector<std::string>& ds) {
+  std::map<std::string, int64_t> out;
+  for (const std::string& d : ds) {
+    size_t eq = d.find('=');
+    size_t used = 0;
+    int64_t value = 0;
+    bool ok = eq != std::string::npos && eq > 0 && eq + 1 < d.size();
+    if (ok) {
+      try {
+        value = std::stoll(d.substr(eq + 1), &used, 0);
+      } catch (const std::exception&) {
+        ok = false;
+      }
+      ok = ok && used == d.size() - eq - 1;
+    }
+    if (!ok) {
+      std::cerr << "kiln compile: error: -D expects NAME=INTEGER, got '" << d
+                << "'\n";
+      Exit(kExitUsage);
+    }
+    out[d.substr(0, eq)] = value;
+  }
+  return out;
+}
+
+void PrintSummary(const compiler::CompiledKernel& k) {
+  std::cout << "kernel   " << k.name << "\n"
+            << "target   " << k.target << "\n"
+            << "key      " << k.key << "\n"
+            << "binary   " << k.binary.size() << " bytes\n"
+            << "toolchain " << k.toolchain << "\n";
+  std::cout << "metadata\n";
+  size_t start = 0;
+  while (start < k.metadata.size()) {
+    size_t end = k.metadata.find('\n', start);
+    if (end == std::string::npos) end = k.metadata.size();
+    std::cout << "  " << k.metadata.substr(start, end - start) << "\n";
+    start = end + 1;
+  }
+  std::cout << std::fixed << std::setprecision(1) << "time     "
+            << k.timings.total_ms << " ms (parse+verify "
+            << k.timings.parse_verify_ms << ", passes " << k.timings.passes_ms
+            << ", codegen " << k.timings.codegen_ms << "); prover "
+            << k.prover_queries << " queries, " << k.prover_z3_queries
+            << " to z3\n";
+}
+
+void Run(const CompileArgs& args) {
+  absl::StatusOr<std::string> text =
+      ReadSourceFile(args.file, compiler::kMaxSourceBytes);
+  if (!text.ok()) {
+    std::cerr << args.file << ": error: " << text.status().message() << "\n";
+    Exit(kExitFailure);
+  }
+  compiler::CompileOptions options;
+  options.target = args.target;
+  options.kernel = args.kernel;
+  options.bindings = ParseDefines(args.defines);
+  options.print_ir_after_all = args.print_ir_after_all;
+  options.filename = args.file;
+  absl::StatusOr<compiler::CompiledKernel> k =
+      compiler::Compile(*text, options);
+  if (!k.ok()) {
+    std::cerr << k.status().message() << "\n";
+    Exit(kExitFailure);
+  }
+  if (args.print_ir_after_all) std::cout << k->ir_dump;
+  if (args.emit == "llvm") {
+    std::cout << k->llvm_ir;
+  } else if (args.emit == "source") {
+    std::cout << k->lowered_ir;
+  } else if (args.emit == "metadata") {
+    std::cout << k->metadata;
+  } else if (!args.print_ir_after_all) {
+    PrintSummary(*k);
+  }
+  if (!args.output.empty()) {
+    std::ofstream out(args.output, std::ios::binary | std::ios::trunc);
+    out.write(k->binary.data(), static_cast<std::streamsize>(k->binary.size()));
+    out.close();
+    if (!out) {
+      std::cerr << args.output << ": error: cannot write the binary\n";
+      Exit(kExitFailure);
+    }
+  }
+}
+
+}  // namespace
+
+void RegisterCompileCommand(CLI::App& app) {
+  auto args = std::make_shared<CompileArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "compile", "Compile one kernel (no daemon needed) and report its key");
+  cmd->add_option("file", args->file, "Tile-IR file (.tile)")->required();
+  cmd->add_option("--target", args->target, "Target: cpu")
+      ->check(CLI::IsMember({"cpu"}));
+  cmd->add_option("--kernel", args->kernel,
+                  "Which kernel (needed when the file has several)");
+  cmd->add_option("-D", args->defines,
+                  "Bind a tunable or fix a symbol: NAME=VALUE (repeatable)");
+  cmd->add_option("-o,--output", args->output, "Write the binary here");
+  cmd->add_option("--emit", args->emit,
+                  "Print generated code instead of the summary: llvm "
+                  "(optimised LLVM IR), source (the lowered tile IR), "
+                  "metadata (the launch metadata)")
+      ->check(CLI::IsMember({"llvm", "source", "metadata"}));
+  cmd->add_flag("--print-ir-after-all", args->print_ir_after_all,
+                "Print the kernel after every compiler pass");
+  cmd->callback([args] { Run(*args); });
+}
+
+}  // namespace kiln::cli

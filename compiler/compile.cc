@@ -1,0 +1,150 @@
+// Compile: parse -> verify -> choose the kernel -> passes -> code generation,
+// each stage timed; the binary key is computed before any pass runs.
+#include "compiler/compile.h"
+
+#include <chrono>
+
+#include "compiler/arith/prover.h"
+#include "compiler/codegen/cpu/cpu_codegen.h"
+#include "compiler/ir/canonical_hash.h"
+#include "compiler/ir/format.h"
+#include "compiler/ir/parser.h"
+#include "compiler/ir/printer.h"
+#include "compiler/ir/verifier.h"
+#include "compiler/passes/pipeline.h"
+
+namespace kiln::compiler {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double MsSince(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start)
+      .count();
+}
+
+// Parses, verifies and picks the requested kernel.
+absl::StatusOr<Kernel> FrontEnd(std::string_view source,
+                                const CompileOptions& options) {
+  ParseResult parsed = Parse(source);
+  if (!parsed.ok()) return DiagnosticsToStatus(parsed.errors, options.filename);
+  Diagnostics diags = Verify(parsed.program);
+  if (!diags.empty()) return DiagnosticsToStatus(diags, options.filename);
+  const Program& p = parsed.program;
+  if (options.kernel.empty()) {
+    if (p.kernels.size() != 1) {
+      std::vector<std::string> names;
+      for (const Kernel& k : p.kernels) names.push_back(k.name);
+      return absl::InvalidArgumentError(
+          StrCat(options.filename, ": the program has ", p.kernels.size(),
+                 " kernels (", StrJoin(names, ", "), "); name one"));
+    }
+    return p.kernels[0];
+  }
+  if (const Kernel* k = p.Find(options.kernel)) return *k;
+  return absl::NotFoundError(
+      StrCat(options.filename, ": no kernel named '", options.kernel, "'"));
+}
+
+absl::StatusOr<std::string> Toolchain(const std::string& target) {
+  if (target == "cpu") return CpuToolchainIdentity();
+  return absl::InvalidArgumentError(
+      StrCat("unknown target '", target, "'; this build compiles for: cpu"));
+}
+
+std::string KeyOf(const Kernel& k, const CompileOptions& options,
+                  const std::string& toolchain) {
+  std::string text = StrCat("kiln-binary-key-v1\nkernel ", KernelHash(k),
+                            "\ntarget ", options.target, "\ntoolchain ",
+                            toolchain, "\ncompiler ", CompilerVersion(), "\n");
+  for (const auto& [name, value] : options.bindings) {
+    StrAppend(&text, "bind ", name, "=", value, "\n");
+  }
+  return Sha256Hex(text);
+}
+
+// A pipeline error as `FILE:LINE:COL: error: MESSAGE (kernel K, pass P)`.
+// Pass messages read `PASS: LINE:COL: MESSAGE` (pipeline.h); the location
+// is moved to the front where diagnostics have it.
+absl::Status PassError(const absl::Status& st, const std::string& file,
+                       const std::string& kernel) {
+  std::string msg(st.message().data(), st.message().size());
+  std::string pass;
+  size_t colon = msg.find(": ");
+  if (colon != std::string::npos) {
+    pass = msg.substr(0, colon);
+    msg = msg.substr(colon + 2);
+  }
+  std::string where = file;
+  size_t a = 0;
+  while (a < msg.size() && isdigit(static_cast<unsigned char>(msg[a]))) ++a;
+  if (a > 0 && a < msg.size() && msg[a] == ':') {
+    size_t b = a + 1;
+    while (b < msg.size() && isdigit(static_cast<unsigned char>(msg[b]))) ++b;
+    if (b > a + 1 && msg.compare(b, 2, ": ") == 0) {
+      where = StrCat(file, ":", msg.substr(0, b));
+      msg = msg.substr(b + 2);
+    }
+  }
+  return absl::Status(st.code(), StrCat(where, ": error: ", msg, " (kernel '",
+                                        kernel, "', pass ", pass, ")"));
+}
+
+}  // namespace
+
+std::string_view CompilerVersion() { return "kiln-0.1.0"; }
+
+absl::StatusOr<std::string> BinaryKey(std::string_view source,
+                                      const CompileOptions& options) {
+  auto kernel = FrontEnd(source, options);
+  if (!kernel.ok()) return kernel.status();
+  auto toolchain = Toolchain(options.target);
+  if (!toolchain.ok()) return toolchain.status();
+  return KeyOf(*kernel, options, *toolchain);
+}
+
+absl::StatusOr<CompiledKernel> Compile(std::string_view source,
+                                       const CompileOptions& options) {
+  const auto start = Clock::now();
+  CompiledKernel out;
+  out.target = options.target;
+  auto toolchain = Toolchain(options.target);
+  if (!toolchain.ok()) return toolchain.status();
+  out.toolchain = *toolchain;
+
+  auto kernel = FrontEnd(source, options);
+  if (!kernel.ok()) return kernel.status();
+  out.timings.parse_verify_ms = MsSince(start);
+  out.name = kernel->name;
+  out.key = KeyOf(*kernel, options, out.toolchain);
+
+  const auto passes_start = Clock::now();
+  Prover prover;
+  PassContext ctx;
+  ctx.target = options.target;
+  ctx.bindings = options.bindings;
+  ctx.prover = &prover;
+  absl::Status st = RunPipeline(
+      *kernel, ctx, options.print_ir_after_all ? &out.ir_dump : nullptr);
+  if (!st.ok()) return PassError(st, options.filename, out.name);
+  out.timings.passes_ms = MsSince(passes_start);
+  out.lowered_ir = Print(*kernel);
+  out.prover_queries = prover.stats().queries;
+  out.prover_z3_queries = prover.stats().z3_queries;
+
+  const auto codegen_start = Clock::now();
+  auto artifact = GenerateCpu(*kernel, CpuCodegenOptions{});
+  if (!artifact.ok()) {
+    return absl::Status(artifact.status().code(),
+                        StrCat(options.filename, ": kernel '", out.name,
+                               "': ", artifact.status().message()));
+  }
+  out.timings.codegen_ms = MsSince(codegen_start);
+  out.binary = std::move(artifact->shared_object);
+  out.metadata = std::move(artifact->metadata);
+  out.llvm_ir = std::move(artifact->llvm_ir);
+  out.timings.total_ms = MsSince(start);
+  return out;
+}
+
+}  // namespace kiln::compiler

@@ -1,0 +1,70 @@
+// The compiler's front door: tile-IR text in, a kernel handle (binary plus
+// launch metadata) out. Used by the CLI, the tests and the daemon's engine.
+#ifndef KILN_COMPILER_COMPILE_H_
+#define KILN_COMPILER_COMPILE_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+
+namespace kiln::compiler {
+
+struct CompileOptions {
+  // "cpu" (CUDA and HIP targets come with their back ends).
+  std::string target = "cpu";
+  // Which kernel of the program; may be empty when the program has one.
+  std::string kernel;
+  // Values of every tunable, and of symbols fixed at compile time.
+  std::map<std::string, int64_t> bindings;
+  // Keep the IR after every pass in CompiledKernel::ir_dump.
+  bool print_ir_after_all = false;
+  // Name used in diagnostics ("FILE:LINE:COL").
+  std::string filename = "<input>";
+};
+
+// Wall-clock milliseconds per stage.
+struct CompileTimings {
+  double parse_verify_ms = 0;
+  double passes_ms = 0;
+  double codegen_ms = 0;  // IR emission, optimisation, object, link
+  double total_ms = 0;
+};
+
+struct CompiledKernel {
+  std::string name;
+  std::string target;
+  // Binary key: SHA-256 over the kernel's canonical hash, the bindings, the
+  // target, the toolchain identity and the compiler version (hex).
+  std::string key;
+  std::string binary;      // CPU: an ELF shared object
+  std::string metadata;    // launch metadata (compiler/docs/kernel-handle.md)
+  std::string lowered_ir;  // the kernel after the last pass
+  std::string llvm_ir;     // CPU: optimised LLVM IR
+  std::string ir_dump;     // with print_ir_after_all: IR after each pass
+  std::string toolchain;   // the toolchain identity hashed into the key
+  CompileTimings timings;
+  int prover_queries = 0;
+  int prover_z3_queries = 0;
+};
+
+// Compiles one kernel of `source`. InvalidArgument (every diagnostic, as
+// FILE:LINE:COL lines) for invalid programs, unknown kernels, missing or bad
+// tunable values; Unimplemented (naming the op) for what the target cannot
+// lower; Internal for back-end failures.
+absl::StatusOr<CompiledKernel> Compile(std::string_view source,
+                                       const CompileOptions& options);
+
+// The binary key Compile would give, without compiling (parse and verify
+// only): for cache lookups before compiling.
+absl::StatusOr<std::string> BinaryKey(std::string_view source,
+                                      const CompileOptions& options);
+
+// The compiler's version, part of every key.
+std::string_view CompilerVersion();
+
+}  // namespace kiln::compiler
+
+#endif  // KILN_COMPILER_COMPILE_H_

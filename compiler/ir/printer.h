@@ -1,0 +1,18 @@
+// Printer: the canonical textual form of the IR (compiler/docs/tile-ir.md §7).
+// For every program p: Parse(Print(p)).program == p.
+#ifndef KILN_COMPILER_IR_PRINTER_H_
+#define KILN_COMPILER_IR_PRINTER_H_
+
+#include <string>
+
+#include "compiler/ir/ir.h"
+
+namespace kiln::compiler {
+
+std::string Print(const Program& program);
+std::string Print(const Kernel& kernel);
+std::string Print(const Expr& expr);
+
+}  // namespace kiln::compiler
+
+#endif  // KILN_COMPILER_IR_PRINTER_H_

@@ -1,0 +1,65 @@
+// Factories of the compiler passes. Each pass lives in its own file; the
+// whole pipeline is assembled, in order, in pipeline.cc (BuildPipeline).
+//
+// A pass rewrites one kernel in place. Passes after LowerTileOps see the
+// *lowered form* (compiler/docs/tile-ir.md §8): only alloc, serial/unroll
+// loops, if, let and element stores (into tiles and into tensor parameters),
+// with every tunable and specialised symbol replaced by its value.
+#ifndef KILN_COMPILER_PASSES_PASSES_H_
+#define KILN_COMPILER_PASSES_PASSES_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "compiler/ir/ir.h"
+
+namespace kiln::compiler {
+
+class Prover;
+
+// What the passes know about the compile beyond the kernel itself.
+struct PassContext {
+  std::string target;  // "cpu", "sm_80", "sm_90a", ...
+  // Values of tunables and of symbols fixed at compile time.
+  std::map<std::string, int64_t> bindings;
+  // The arithmetic prover shared by the passes of one compile (never null
+  // inside a pass run by the pipeline).
+  Prover* prover = nullptr;
+  // Fragment layouts decided by layout inference, by fragment name, in a
+  // printable form.
+  std::map<std::string, std::string> layouts;
+};
+
+class Pass {
+ public:
+  virtual ~Pass() = default;
+  // Short name shown by --print-ir-after-all ("specialize", ...).
+  virtual std::string_view name() const = 0;
+  // Rewrites `kernel`. InvalidArgument for a user error (message names the
+  // op and its location), Unimplemented for what this target cannot lower.
+  virtual absl::Status Run(Kernel& kernel, PassContext& ctx) = 0;
+};
+
+// Binds tunables and fixed symbols to their values, checks `where`
+// constraints and candidate membership, folds constants.
+std::unique_ptr<Pass> CreateSpecializePass();
+// Simplifies index arithmetic and drops `if` conditions the prover shows
+// always true or always false (bounds checks made unnecessary by static dims
+// or `assume` facts).
+std::unique_ptr<Pass> CreateSimplifyPass();
+// Decides how each fragment's elements map to threads (trivial on the CPU:
+// one thread holds the whole tile).
+std::unique_ptr<Pass> CreateLayoutInferencePass();
+// Lowers every tile op (copy, fill, gemm, reduce, cumsum, atomic_add,
+// parallel, rasterize) to loops over element loads and stores, with edge
+// predicates on global regions.
+std::unique_ptr<Pass> CreateLowerTileOpsPass();
+// Software pipelining of `pipelined` loops (on the CPU: a plain serial loop).
+std::unique_ptr<Pass> CreatePipelineLoopsPass();
+
+}  // namespace kiln::compiler
+
+#endif  // KILN_COMPILER_PASSES_PASSES_H_

@@ -1,0 +1,38 @@
+#include "compiler/passes/pipeline.h"
+
+#include "compiler/ir/format.h"
+#include "compiler/ir/printer.h"
+
+namespace kiln::compiler {
+
+std::vector<std::unique_ptr<Pass>> BuildPipeline(const std::string& target) {
+  std::vector<std::unique_ptr<Pass>> passes;
+  passes.push_back(CreateSpecializePass());
+  passes.push_back(CreateLayoutInferencePass());
+  passes.push_back(CreatePipelineLoopsPass());
+  passes.push_back(CreateLowerTileOpsPass());
+  passes.push_back(CreateSimplifyPass());
+  return passes;
+}
+
+absl::Status RunPipeline(Kernel& kernel, PassContext& ctx,
+                         std::string* ir_dump) {
+  for (const auto& pass : BuildPipeline(ctx.target)) {
+    absl::Status st = pass->Run(kernel, ctx);
+    if (!st.ok()) {
+      return absl::Status(st.code(), StrCat(pass->name(), ": ", st.message()));
+    }
+    if (ir_dump) {
+      StrAppend(ir_dump, "// ----- after ", pass->name(), " -----\n");
+      if (pass->name() == "layout-inference") {
+        for (const auto& [tile, layout] : ctx.layouts) {
+          StrAppend(ir_dump, "// layout ", tile, ": ", layout, "\n");
+        }
+      }
+      StrAppend(ir_dump, Print(kernel));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace kiln::compiler

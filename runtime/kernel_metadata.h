@@ -1,0 +1,89 @@
+// The launch metadata of a kernel handle (format v1, compiler/docs/
+// kernel-handle.md), as the runtime reads it. The writer is
+// compiler/codegen/metadata_writer.h; both change together.
+#ifndef KILN_RUNTIME_KERNEL_METADATA_H_
+#define KILN_RUNTIME_KERNEL_METADATA_H_
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "runtime/expr_eval.h"
+
+namespace kiln::runtime {
+
+// Element types, as spelled in the tile IR and the metadata.
+enum class DType {
+  kBool,
+  kI8,
+  kU8,
+  kI16,
+  kI32,
+  kI64,
+  kU32,
+  kF16,
+  kBF16,
+  kF32,
+  kF64,
+  kF8E4M3,
+  kF8E5M2,
+  kI4,
+  kU4,
+};
+std::string_view DTypeName(DType t);  // "f16", ...
+std::optional<DType> ParseDType(std::string_view name);
+int DTypeBits(DType t);         // 4 for i4/u4, 8 for bool
+bool IsIntegerOrBool(DType t);  // bool, i*, u*
+
+// One dim of a tensor parameter: a constant, or a dynamic symbol.
+struct MetadataDim {
+  int64_t value = 0;
+  std::string symbol;  // empty: constant `value`
+  bool is_symbol() const { return !symbol.empty(); }
+};
+
+struct MetadataParam {
+  std::string name;
+  bool is_tensor = false;
+  DType dtype = DType::kF32;
+  std::vector<MetadataDim> shape;  // tensors
+  std::vector<IntExpr> strides;    // empty: row-major
+};
+
+struct MetadataAssumption {
+  IntExpr expr;
+  std::string text;  // the source spelling, for error messages
+};
+
+struct KernelMetadata {
+  int version = 1;
+  std::string name;
+  std::string target;
+  std::string entry;
+  std::vector<std::string> symbols;   // dynamic symbols, in ABI order
+  std::vector<MetadataParam> params;  // in launch argument order
+  std::array<IntExpr, 3> grid;
+  std::array<IntExpr, 3> block;
+  std::array<IntExpr, 3> cluster = {IntExpr::Constant(1), IntExpr::Constant(1),
+                                    IntExpr::Constant(1)};
+  int64_t shared_bytes = 0;
+  std::vector<MetadataAssumption> assumptions;
+};
+
+// Parses and validates a metadata document. Errors are InvalidArgument
+// starting with "line N: " and saying what is wrong: a first line that is not
+// `kiln-kernel 1` (another version is named as such), an unknown record, a
+// wrong field count, a bad dtype, integer or expression, a duplicate record,
+// parameter or symbol, strides for an unknown or scalar parameter or of the
+// wrong count, an expression using a name that is neither a dynamic symbol
+// nor an integer scalar parameter, a listed symbol no tensor dim binds, a
+// missing required record (name, target, entry, symbols, grid, block).
+absl::StatusOr<KernelMetadata> ParseKernelMetadata(std::string_view text);
+
+}  // namespace kiln::runtime
+
+#endif  // KILN_RUNTIME_KERNEL_METADATA_H_

@@ -1,0 +1,98 @@
+#include "server/capabilities.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "runtime/shared_library.h"
+#include "spdlog/spdlog.h"
+
+namespace kiln::server {
+namespace {
+
+// NVRTC and the CUDA driver API return 0 for success.
+constexpr int kSuccess = 0;
+
+// "12020" style versions (major * 1000 + minor * 10) as "12.2".
+std::string CudaVersionString(int version) {
+  return absl::StrCat(version / 1000, ".", (version % 1000) / 10);
+}
+
+}  // namespace
+
+std::string ServerVersion() { return KILN_VERSION; }
+
+absl::StatusOr<NvrtcInfo> ProbeNvrtc() {
+  const std::vector<std::string> candidates = {
+      "libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2", "libnvrtc.so"};
+  absl::StatusOr<runtime::SharedLibrary> nvrtc =
+      runtime::SharedLibrary::OpenFirst(candidates);
+  if (!nvrtc.ok()) return nvrtc.status();
+
+  auto version_fn = nvrtc->FindFunction<int(int*, int*)>("nvrtcVersion");
+  auto num_archs_fn =
+      nvrtc->FindFunction<int(int*)>("nvrtcGetNumSupportedArchs");
+  auto archs_fn = nvrtc->FindFunction<int(int*)>("nvrtcGetSupportedArchs");
+  if (!version_fn.ok()) return version_fn.status();
+  // The arch queries exist since CUDA 11.2, the oldest NVRTC we accept.
+  if (!num_archs_fn.ok()) return num_archs_fn.status();
+  if (!archs_fn.ok()) return archs_fn.status();
+
+  int major = 0;
+  int minor = 0;
+  int count = 0;
+  if ((*version_fn)(&major, &minor) != kSuccess ||
+      (*num_archs_fn)(&count) != kSuccess || count < 0) {
+    return absl::InternalError(
+        absl::StrCat(nvrtc->LoadedPath(), ": version query failed"));
+  }
+  NvrtcInfo info;
+  info.version = absl::StrCat(major, ".", minor);
+  info.archs.resize(count);
+  if (count > 0 && (*archs_fn)(info.archs.data()) != kSuccess) {
+    return absl::InternalError(
+        absl::StrCat(nvrtc->LoadedPath(), ": arch query failed"));
+  }
+  std::sort(info.archs.begin(), info.archs.end());
+  return info;
+}
+
+absl::StatusOr<std::string> ProbeCudaDriverVersion() {
+  absl::StatusOr<runtime::SharedLibrary> cuda =
+      runtime::SharedLibrary::Open("libcuda.so.1");
+  if (!cuda.ok()) return cuda.status();
+  // cuDriverGetVersion needs no cuInit, so probing never touches a GPU.
+  auto version_fn = cuda->FindFunction<int(int*)>("cuDriverGetVersion");
+  if (!version_fn.ok()) return version_fn.status();
+  int version = 0;
+  if ((*version_fn)(&version) != kSuccess) {
+    return absl::InternalError("cuDriverGetVersion failed");
+  }
+  return CudaVersionString(version);
+}
+
+HostCapabilities ProbeHostCapabilities() {
+  HostCapabilities caps;
+  caps.server_version = ServerVersion();
+  caps.targets.push_back({"cpu", Target::Kind::kCpu});
+
+  if (absl::StatusOr<NvrtcInfo> nvrtc = ProbeNvrtc(); nvrtc.ok()) {
+    caps.toolchain_versions["nvrtc"] = nvrtc->version;
+    for (int arch : nvrtc->archs) {
+      caps.targets.push_back({absl::StrCat("sm_", arch), Target::Kind::kCuda});
+    }
+  } else {
+    spdlog::debug("no CUDA targets: {}", nvrtc.status().ToString());
+  }
+  if (absl::StatusOr<std::string> driver = ProbeCudaDriverVersion();
+      driver.ok()) {
+    caps.toolchain_versions["cuda_driver"] = *driver;
+  } else {
+    spdlog::debug("no CUDA driver: {}", driver.status().ToString());
+  }
+  return caps;
+}
+
+}  // namespace kiln::server

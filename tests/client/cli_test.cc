@@ -1,0 +1,198 @@
+// Tests of the `kiln` CLI as a user runs it: exit statuses, what goes to
+// stdout and stderr, for the offline IR commands and `kiln status`.
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/support/kilnd_process.h"
+
+namespace kiln::cli {
+namespace {
+
+using ::testing::ContainsRegex;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::MatchesRegex;
+using ::testing::Not;
+
+// A small valid program (the example of compiler/docs/tile-ir.md).
+constexpr char kGemm[] = R"(// C = A @ B
+kernel gemm(A: f16[M, K], B: f16[K, N], C: f16[M, N])
+  tune BM in [64, 128]
+  tune BN in [64, 128]
+  tune BK in [32, 64]
+  grid(ceildiv(N, BN), ceildiv(M, BM)) threads(128) (bx, by) {
+  alloc shared As: f16[BM, BK]
+  alloc shared Bs: f16[BK, BN]
+  alloc fragment Acc: f32[BM, BN]
+  clear Acc
+  for k in pipelined(ceildiv(K, BK), stages=2) {
+    copy A[by * BM:+BM, k * BK:+BK] -> As
+    copy B[k * BK:+BK, bx * BN:+BN] -> Bs
+    gemm As, Bs -> Acc
+  }
+  copy Acc -> C[by * BM:+BM, bx * BN:+BN]
+}
+)";
+
+testing::RunResult Kiln(std::vector<std::string> args) {
+  args.insert(args.begin(), KILN_CLI_PATH);
+  absl::StatusOr<testing::RunResult> result = testing::Run(args);
+  EXPECT_TRUE(result.ok()) << result.status();
+  return result.ok() ? *result : testing::RunResult{};
+}
+
+TEST(CliTest, UsageErrorsExitWithTwo) {
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{
+           {},
+           {"--no-such-flag"},
+           {"no-such-command"},
+           {"ir"},
+           {"ir", "check"},
+           {"ir", "fmt", "--bogus", "x.tile"},
+           {"ir", "hash"},
+           {"ir", "hash", "a.tile", "b.tile"},
+           {"status", "--address"},
+       }) {
+    testing::RunResult result = Kiln(args);
+    EXPECT_EQ(result.exit_code, 2)
+        << "kiln " << ::testing::PrintToString(args) << "\n"
+        << result.err;
+  }
+}
+
+TEST(CliTest, HelpAndVersionExitWithZero) {
+  testing::RunResult help = Kiln({"--help"});
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_THAT(help.out, HasSubstr("status"));
+  EXPECT_EQ(Kiln({"ir", "check", "--help"}).exit_code, 0);
+  testing::RunResult version = Kiln({"--version"});
+  EXPECT_EQ(version.exit_code, 0);
+  EXPECT_THAT(version.out, HasSubstr(KILN_VERSION));
+}
+
+TEST(CliTest, CheckOfAMissingFileFails) {
+  testing::RunResult result = Kiln({"ir", "check", "/nonexistent/x.tile"});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_THAT(result.err,
+              HasSubstr("/nonexistent/x.tile: error: cannot read: No such "
+                        "file or directory"));
+  EXPECT_THAT(result.out, IsEmpty());
+}
+
+TEST(CliTest, CheckOfAnOversizedFileFails) {
+  testing::TempDir dir;
+  std::string big = dir.File("big.tile");
+  testing::WriteFile(big, std::string((4 << 20) + 1, ' '));
+  testing::RunResult result = Kiln({"ir", "check", big});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_THAT(result.err, HasSubstr(big + ": error: file is larger than"));
+}
+
+TEST(CliTest, CheckOfADirectoryFails) {
+  testing::TempDir dir;
+  EXPECT_EQ(Kiln({"ir", "check", dir.path()}).exit_code, 1);
+}
+
+TEST(CliTest, CheckAcceptsAValidFile) {
+  testing::TempDir dir;
+  std::string file = dir.File("gemm.tile");
+  testing::WriteFile(file, kGemm);
+  testing::RunResult result = Kiln({"ir", "check", file});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_THAT(result.out, IsEmpty());
+  EXPECT_THAT(result.err, IsEmpty());
+}
+
+TEST(CliTest, CheckReportsErrorsWithLocations) {
+  testing::TempDir dir;
+  std::string good = dir.File("good.tile");
+  std::string syntax = dir.File("syntax.tile");
+  std::string semantic = dir.File("semantic.tile");
+  testing::WriteFile(good, kGemm);
+  testing::WriteFile(syntax,
+                     "kernel k(A: f16[N]) grid(1) threads(32) (bx) {\n"
+                     "  clear\n}\n");
+  // Uses a tile that was never allocated.
+  testing::WriteFile(semantic,
+                     "kernel k(A: f16[N]) grid(1) threads(32) (bx) {\n"
+                     "  clear Missing\n}\n");
+  testing::RunResult result = Kiln({"ir", "check", good, syntax, semantic});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_THAT(result.err, ContainsRegex(syntax + ":[0-9]+:[0-9]+: error: "));
+  EXPECT_THAT(result.err, ContainsRegex(semantic + ":2:[0-9]+: error: "));
+  EXPECT_THAT(result.err, Not(HasSubstr(good)));
+}
+
+TEST(CliTest, FmtPrintsTheCanonicalFormAndCheckAcceptsIt) {
+  testing::TempDir dir;
+  std::string file = dir.File("gemm.tile");
+  testing::WriteFile(file, kGemm);
+  testing::RunResult fmt = Kiln({"ir", "fmt", file});
+  ASSERT_EQ(fmt.exit_code, 0) << fmt.err;
+  EXPECT_THAT(fmt.out, HasSubstr("kernel gemm("));
+  EXPECT_THAT(fmt.out, Not(HasSubstr("// C = A @ B")));  // comments dropped
+
+  std::string canonical = dir.File("canonical.tile");
+  testing::WriteFile(canonical, fmt.out);
+  testing::RunResult check = Kiln({"ir", "fmt", "--check", canonical});
+  EXPECT_EQ(check.exit_code, 0) << check.err;
+  EXPECT_THAT(check.out, IsEmpty());
+  EXPECT_THAT(check.err, IsEmpty());
+
+  // The original has a comment, so it is not canonical.
+  testing::RunResult not_canonical =
+      Kiln({"ir", "fmt", "--check", canonical, file});
+  EXPECT_EQ(not_canonical.exit_code, 1);
+  EXPECT_THAT(not_canonical.out, IsEmpty());
+  EXPECT_THAT(not_canonical.err, HasSubstr(file + ": error: not in canonical"));
+  EXPECT_THAT(not_canonical.err, Not(HasSubstr(canonical)));
+}
+
+TEST(CliTest, FmtOfASyntaxErrorFails) {
+  testing::TempDir dir;
+  std::string file = dir.File("bad.tile");
+  testing::WriteFile(file, "kernel (\n");
+  testing::RunResult result = Kiln({"ir", "fmt", file});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_THAT(result.err, HasSubstr(file + ":1:"));
+}
+
+TEST(CliTest, HashPrintsOneLinePerKernel) {
+  testing::TempDir dir;
+  std::string file = dir.File("gemm.tile");
+  testing::WriteFile(file, kGemm);
+  testing::RunResult result = Kiln({"ir", "hash", file});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_THAT(result.out, MatchesRegex("gemm [0-9a-f]{64}\n"));
+
+  // Comments and whitespace do not change it.
+  std::string fmt_file = dir.File("fmt.tile");
+  testing::WriteFile(fmt_file, Kiln({"ir", "fmt", file}).out);
+  EXPECT_EQ(Kiln({"ir", "hash", fmt_file}).out, result.out);
+}
+
+TEST(CliTest, StatusWithoutADaemonFails) {
+  testing::TempDir dir;
+  testing::RunResult result =
+      Kiln({"status", "--address", "unix:" + dir.File("none.sock")});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_THAT(result.err, HasSubstr("none.sock"));
+  EXPECT_THAT(result.err, HasSubstr("is kilnd running?"));
+}
+
+TEST(CliTest, StatusOfARunningDaemon) {
+  auto kilnd = testing::KilndProcess::Start(KILN_KILND_PATH);
+  ASSERT_TRUE(kilnd.ok()) << kilnd.status();
+  testing::RunResult result =
+      Kiln({"status", "--address", (*kilnd)->socket_path()});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_THAT(result.out, HasSubstr("kilnd " KILN_VERSION " at " +
+                                    (*kilnd)->address() + ": serving"));
+  EXPECT_THAT(result.out, ContainsRegex("targets: cpu"));
+}
+
+}  // namespace
+}  // namespace kiln::cli

@@ -1,0 +1,150 @@
+// The compile API: errors, keys and the pass dump (running kernels is
+// tests/e2e).
+#include "compiler/compile.h"
+
+#include <gtest/gtest.h>
+
+namespace kiln::compiler {
+namespace {
+
+constexpr char kScale[] = R"(
+kernel scale(X: f32[N], Y: f32[N], a: f32)
+  tune B in [64, 128]
+  grid(ceildiv(N, B)) threads(32) (bx) {
+  alloc fragment T: f32[B]
+  copy X[bx * B:+B] -> T
+  parallel (i) in (B) {
+    T[i] = T[i] * a
+  }
+  copy T -> Y[bx * B:+B]
+}
+)";
+
+CompileOptions Options(int64_t b) {
+  CompileOptions o;
+  o.bindings = {{"B", b}};
+  o.filename = "scale.tile";
+  return o;
+}
+
+TEST(CompileTest, ProducesASharedObjectAndMetadata) {
+  auto k = Compile(kScale, Options(64));
+  ASSERT_TRUE(k.ok()) << k.status();
+  EXPECT_EQ(k->name, "scale");
+  EXPECT_EQ(k->binary.substr(0, 4),
+            "\x7f"
+            "ELF");
+  EXPECT_NE(k->metadata.find("kiln-kernel 1"), std::string::npos);
+  EXPECT_NE(k->metadata.find("grid (ceildiv N 64)"), std::string::npos)
+      << k->metadata;
+  EXPECT_EQ(k->key.size(), 64u);
+  EXPECT_GT(k->timings.total_ms, 0);
+}
+
+TEST(CompileTest, KeyDependsOnBindingsNotOnSpelling) {
+  auto a = BinaryKey(kScale, Options(64));
+  auto b = BinaryKey(kScale, Options(128));
+  std::string renamed = kScale;
+  renamed.replace(renamed.find("T: f32"), 1, "Tile");
+  for (size_t p; (p = renamed.find("T[")) != std::string::npos;) {
+    renamed.replace(p, 1, "Tile");
+  }
+  renamed.replace(renamed.find("-> T\n"), 4, "-> Tile");
+  renamed.replace(renamed.find("copy T ->"), 6, "copy Tile");
+  auto c = BinaryKey("// a comment\n" + renamed, Options(64));
+  ASSERT_TRUE(a.ok() && b.ok()) << a.status() << b.status();
+  ASSERT_TRUE(c.ok()) << c.status() << "\n" << renamed;
+  EXPECT_NE(*a, *b);
+  EXPECT_EQ(*a, *c);
+  auto compiled = Compile(kScale, Options(64));
+  ASSERT_TRUE(compiled.ok());
+  EXPECT_EQ(compiled->key, *a);
+}
+
+TEST(CompileTest, ErrorsAreInvalidArgumentWithLocations) {
+  auto bad =
+      Compile("kernel k() grid(1) threads(1) (b) { copy X -> Y }", Options(64));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("scale.tile:1:"), std::string::npos)
+      << bad.status();
+
+  CompileOptions missing = Options(64);
+  missing.bindings.clear();
+  auto m = Compile(kScale, missing);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(m.status().message().find("tunable 'B'"), std::string::npos);
+
+  auto not_candidate = Compile(kScale, Options(96));
+  ASSERT_FALSE(not_candidate.ok());
+  EXPECT_NE(not_candidate.status().message().find("not one of its candidates"),
+            std::string::npos);
+
+  CompileOptions typo = Options(64);
+  typo.bindings["Q"] = 3;
+  auto t = Compile(kScale, typo);
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("'Q' is neither a tunable nor a symbol"),
+            std::string::npos);
+
+  CompileOptions gpu = Options(64);
+  gpu.target = "sm_99";
+  auto g = Compile(kScale, gpu);
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.status().message().find("unknown target 'sm_99'"),
+            std::string::npos);
+}
+
+TEST(CompileTest, KernelSelection) {
+  std::string two =
+      std::string(kScale) + "kernel other() grid(1) threads(1) (b) { }\n";
+  auto none = Compile(two, Options(64));
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("has 2 kernels (scale, other)"),
+            std::string::npos);
+  CompileOptions pick = Options(64);
+  pick.kernel = "scale";
+  EXPECT_TRUE(Compile(two, pick).ok());
+  pick.kernel = "nope";
+  EXPECT_EQ(Compile(two, pick).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(CompileTest, PrintIrAfterAllShowsEveryPass) {
+  CompileOptions o = Options(64);
+  o.print_ir_after_all = true;
+  auto k = Compile(kScale, o);
+  ASSERT_TRUE(k.ok()) << k.status();
+  for (const char* pass : {"specialize", "layout-inference", "pipeline-loops",
+                           "lower-tile-ops", "simplify"}) {
+    EXPECT_NE(k->ir_dump.find(std::string("// ----- after ") + pass),
+              std::string::npos)
+        << pass;
+  }
+  EXPECT_NE(k->ir_dump.find("// layout T: identity [64] on thread 0"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace kiln::compiler
+
+namespace kiln::compiler {
+namespace {
+
+// A program the verifier accepts but the CPU back end cannot carry (an
+// assumption using `^`, which the launch metadata's expressions lack) gets a
+// clear error naming the operator, not an abort.
+TEST(CompileTest, UnlowerableConstructIsAClearError) {
+  CompileOptions o;
+  o.filename = "xor.tile";
+  auto k = Compile(
+      "kernel k(A: f32[N]) assume (N ^ 1) > 0 grid(1) threads(1) (b) { }", o);
+  ASSERT_FALSE(k.ok());
+  EXPECT_EQ(k.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(k.status().message().find("^"), std::string::npos) << k.status();
+  EXPECT_NE(k.status().message().find("xor.tile"), std::string::npos)
+      << k.status();
+}
+
+}  // namespace
+}  // namespace kiln::compiler

@@ -1,0 +1,59 @@
+// Reference of the FlashAttention forward kernels (causal and full): plain
+// softmax attention in f64, one query row at a time.
+#include <cmath>
+#include <limits>
+
+#include "tests/e2e/references.h"
+
+namespace kiln::e2e {
+
+AttentionResult AttentionReference(const Values& q, const Values& k,
+                                   const Values& v, double sm_scale,
+                                   const AttentionShape& s, bool causal) {
+  const int64_t d = s.dim;
+  auto at = [&](int64_t b, int64_t i, int64_t h) {  // BSHD offset
+    return ((b * s.seq + i) * s.heads + h) * d;
+  };
+  AttentionResult r;
+  r.out.assign(s.batch * s.seq * s.heads * d, 0.0);
+  r.out_abs.assign(r.out.size(), 0.0);
+  r.lse.assign(s.batch * s.heads * s.seq, 0.0);
+  std::vector<double> scores(s.seq);
+  for (int64_t b = 0; b < s.batch; ++b) {
+    for (int64_t h = 0; h < s.heads; ++h) {
+      for (int64_t i = 0; i < s.seq; ++i) {
+        const double* qi = &q[at(b, i, h)];
+        const int64_t keys = causal ? i + 1 : s.seq;
+        double mx = -std::numeric_limits<double>::infinity();
+        for (int64_t j = 0; j < keys; ++j) {
+          const double* kj = &k[at(b, j, h)];
+          double dot = 0;
+          for (int64_t c = 0; c < d; ++c) dot += qi[c] * kj[c];
+          scores[j] = dot * sm_scale;
+          mx = std::max(mx, scores[j]);
+        }
+        double sum = 0;
+        for (int64_t j = 0; j < keys; ++j) {
+          scores[j] = std::exp(scores[j] - mx);
+          sum += scores[j];
+        }
+        double* oi = &r.out[at(b, i, h)];
+        double* ai = &r.out_abs[at(b, i, h)];
+        for (int64_t j = 0; j < keys; ++j) {
+          const double p = scores[j] / sum;
+          const double* vj = &v[at(b, j, h)];
+          for (int64_t c = 0; c < d; ++c) {
+            oi[c] += p * vj[c];
+            ai[c] += p * std::fabs(vj[c]);
+          }
+        }
+        // log2(sum_j exp(s_j)) = (mx + ln(sum)) / ln(2).
+        r.lse[(b * s.heads + h) * s.seq + i] =
+            (mx + std::log(sum)) / std::log(2.0);
+      }
+    }
+  }
+  return r;
+}
+
+}  // namespace kiln::e2e

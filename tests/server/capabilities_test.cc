@@ -1,0 +1,47 @@
+// Tests of host capabilities and their conversion to the protocol.
+#include "server/capabilities.h"
+
+#include "gtest/gtest.h"
+#include "server/kiln_service.h"
+
+namespace kiln::server {
+namespace {
+
+TEST(CapabilitiesTest, CpuIsAlwaysTheFirstTarget) {
+  HostCapabilities caps = ProbeHostCapabilities();
+  EXPECT_EQ(caps.server_version, KILN_VERSION);
+  ASSERT_FALSE(caps.targets.empty());
+  EXPECT_EQ(caps.targets.front(), (Target{"cpu", Target::Kind::kCpu}));
+  for (size_t i = 1; i < caps.targets.size(); ++i) {
+    EXPECT_EQ(caps.targets[i].kind, Target::Kind::kCuda);
+    EXPECT_EQ(caps.targets[i].name.rfind("sm_", 0), 0u);
+  }
+}
+
+TEST(CapabilitiesTest, CudaTargetsOnlyWithNvrtc) {
+  HostCapabilities caps = ProbeHostCapabilities();
+  bool has_nvrtc = ProbeNvrtc().ok();
+  EXPECT_EQ(caps.toolchain_versions.count("nvrtc") == 1, has_nvrtc);
+  if (!has_nvrtc) EXPECT_EQ(caps.targets.size(), 1u);
+}
+
+TEST(CapabilitiesTest, ConvertsToProto) {
+  HostCapabilities caps;
+  caps.server_version = "1.2.3";
+  caps.targets = {{"cpu", Target::Kind::kCpu}, {"sm_90", Target::Kind::kCuda}};
+  caps.toolchain_versions = {{"nvrtc", "12.4"}};
+  kiln::v1::CapabilitiesResponse response;
+  response.set_server_version("stale");
+  CapabilitiesToProto(caps, &response);
+  EXPECT_EQ(response.server_version(), "1.2.3");
+  ASSERT_EQ(response.targets_size(), 2);
+  EXPECT_EQ(response.targets(0).name(), "cpu");
+  EXPECT_EQ(response.targets(0).kind(), kiln::v1::TARGET_KIND_CPU);
+  EXPECT_EQ(response.targets(1).name(), "sm_90");
+  EXPECT_EQ(response.targets(1).kind(), kiln::v1::TARGET_KIND_CUDA);
+  ASSERT_EQ(response.toolchain_versions().count("nvrtc"), 1u);
+  EXPECT_EQ(response.toolchain_versions().at("nvrtc"), "12.4");
+}
+
+}  // namespace
+}  // namespace kiln::server
