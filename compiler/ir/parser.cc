@@ -13,765 +13,485 @@
 
 #include "compiler/ir/format.h"
 #include "compiler/ir/lexer.h"
+#include "compiler/ir/parser_internal.h"
 
 namespace kiln::compiler {
-namespace {
+namespace parser_internal {
 
-// Thrown inside the parser only (never escapes Parse): unwinds to the kernel
-// loop, which records the diagnostic and resynchronises.
-struct SyntaxError {
-  Diagnostic diag;
-};
-
-class Parser {
- public:
-  explicit Parser(std::vector<Token> tokens) : toks_(std::move(tokens)) {}
-
-  ParseResult Run() {
-    ParseResult result;
-    if (Peek().kind == TokenKind::kEnd) {
-      result.errors.push_back(
-          {Peek().loc, "a program holds at least one kernel; found none"});
-      return result;
-    }
-    while (Peek().kind != TokenKind::kEnd) {
-      try {
-        result.program.kernels.push_back(ParseKernel());
-      } catch (const SyntaxError& e) {
-        result.errors.push_back(e.diag);
-        // Resynchronise at the next `kernel`, never at the error token itself.
-        if (Peek().kind != TokenKind::kEnd && Peek().kind != TokenKind::kError)
-          ++pos_;
-        while (Peek().kind != TokenKind::kEnd &&
-               Peek().kind != TokenKind::kError && !IsWord("kernel")) {
-          ++pos_;
-        }
-        if (Peek().kind == TokenKind::kError) {
-          if (Peek().text != e.diag.message)
-            result.errors.push_back({Peek().loc, Peek().text});
-          break;
-        }
-      }
-    }
+ParseResult Parser::Run() {
+  ParseResult result;
+  if (Peek().kind == TokenKind::kEnd) {
+    result.errors.push_back(
+        {Peek().loc, "a program holds at least one kernel; found none"});
     return result;
   }
-
- private:
-  // ------------------------------------------------------------- tokens
-  const Token& Peek(size_t ahead = 0) const {
-    size_t i = pos_ + ahead;
-    return i < toks_.size() ? toks_[i] : toks_.back();
-  }
-  const Token& Take() {
-    const Token& t = Peek();
-    if (pos_ < toks_.size() - 1) ++pos_;
-    return t;
-  }
-  bool IsWord(std::string_view w, size_t ahead = 0) const {
-    const Token& t = Peek(ahead);
-    return t.kind == TokenKind::kIdent && t.text == w;
-  }
-  bool IsPunct(std::string_view p, size_t ahead = 0) const {
-    const Token& t = Peek(ahead);
-    return t.kind == TokenKind::kPunct && t.text == p;
-  }
-
-  [[noreturn]] void Fail(const Loc& loc, std::string message) {
-    throw SyntaxError{{loc, std::move(message)}};
-  }
-  [[noreturn]] void Expected(std::string_view what) {
-    const Token& t = Peek();
-    if (t.kind == TokenKind::kError) Fail(t.loc, t.text);
-    Fail(t.loc, StrCat("expected ", what, ", found ", DescribeToken(t)));
-  }
-
-  const Token& ExpectPunct(std::string_view p) {
-    if (!IsPunct(p)) Expected(StrCat("'", p, "'"));
-    return Take();
-  }
-  const Token& ExpectWord(std::string_view w) {
-    if (!IsWord(w)) Expected(StrCat("'", w, "'"));
-    return Take();
-  }
-  bool AcceptPunct(std::string_view p) {
-    if (!IsPunct(p)) return false;
-    Take();
-    return true;
-  }
-  bool AcceptWord(std::string_view w) {
-    if (!IsWord(w)) return false;
-    Take();
-    return true;
-  }
-
-  // A name being declared or referenced: an identifier that is neither a
-  // keyword nor a dtype name.
-  std::pair<std::string, Loc> ExpectName(std::string_view what) {
-    const Token& t = Peek();
-    if (t.kind != TokenKind::kIdent) Expected(what);
-    if (IsKeyword(t.text)) {
-      Fail(t.loc, StrCat("expected ", what, ", found keyword '", t.text, "'"));
-    }
-    if (ParseDType(t.text)) {
-      Fail(t.loc, StrCat("expected ", what, ", found dtype '", t.text, "'"));
-    }
-    Take();
-    return {t.text, t.loc};
-  }
-
-  DType ExpectDType() {
-    const Token& t = Peek();
-    if (t.kind == TokenKind::kIdent) {
-      if (auto d = ParseDType(t.text)) {
-        Take();
-        return *d;
+  while (Peek().kind != TokenKind::kEnd) {
+    try {
+      result.program.kernels.push_back(ParseKernel());
+    } catch (const SyntaxError& e) {
+      result.errors.push_back(e.diag);
+      // Resynchronise at the next `kernel`, never at the error token itself.
+      if (Peek().kind != TokenKind::kEnd && Peek().kind != TokenKind::kError)
+        ++pos_;
+      while (Peek().kind != TokenKind::kEnd &&
+             Peek().kind != TokenKind::kError && !IsWord("kernel")) {
+        ++pos_;
       }
-    }
-    Expected(
-        "a dtype (bool, i8, u8, i16, i32, i64, u32, f16, bf16, f32, f64, "
-        "f8e4m3, f8e5m2, i4, u4)");
-  }
-
-  int64_t ExpectInt(std::string_view what) {
-    if (Peek().kind != TokenKind::kInt) Expected(what);
-    return Take().int_value;
-  }
-
-  bool ExpectBoolWord() {
-    if (AcceptWord("true")) return true;
-    if (AcceptWord("false")) return false;
-    Expected("'true' or 'false'");
-  }
-
-  // Guards recursion depth for statements and expressions.
-  class DepthGuard {
-   public:
-    DepthGuard(Parser* p, const Loc& loc) : p_(p) {
-      if (++p_->depth_ > kMaxNestingDepth) {
-        p_->Fail(loc, StrCat("nesting is deeper than the limit of ",
-                             kMaxNestingDepth, " levels"));
-      }
-    }
-    ~DepthGuard() { --p_->depth_; }
-
-   private:
-    Parser* p_;
-  };
-
-  // ------------------------------------------------------------- kernels
-  Kernel ParseKernel() {
-    Kernel k;
-    k.loc = ExpectWord("kernel").loc;
-    // Any identifier names a kernel (`kernel gemm(...)`): the position makes
-    // it unambiguous, and kernel names are what users search for.
-    if (Peek().kind != TokenKind::kIdent) Expected("a kernel name");
-    k.name = Take().text;
-    ExpectPunct("(");
-    if (!IsPunct(")")) {
-      do {
-        k.params.push_back(ParseParam());
-      } while (AcceptPunct(","));
-    }
-    ExpectPunct(")");
-    while (true) {
-      if (AcceptWord("tune")) {
-        do {
-          k.tunables.push_back(ParseTunable());
-        } while (AcceptPunct(","));
-      } else if (AcceptWord("where")) {
-        ParseExprList(&k.constraints);
-      } else if (AcceptWord("assume")) {
-        ParseExprList(&k.assumptions);
-      } else {
+      if (Peek().kind == TokenKind::kError) {
+        if (Peek().text != e.diag.message)
+          result.errors.push_back({Peek().loc, Peek().text});
         break;
       }
     }
-    if (!IsWord("grid")) Expected("'tune', 'where', 'assume' or 'grid'");
-    Take();
-    ExpectPunct("(");
-    ParseExprList(&k.grid);
-    ExpectPunct(")");
-    if (k.grid.size() > 3) {
-      Fail(k.grid[3].loc, "a grid has at most 3 dimensions");
-    }
-    ExpectWord("threads");
-    ExpectPunct("(");
-    k.threads = ParseExpr();
-    ExpectPunct(")");
-    if (IsWord("cluster")) {
-      Loc loc = Take().loc;
-      ExpectPunct("(");
-      ParseExprList(&k.cluster);
-      ExpectPunct(")");
-      if (k.cluster.size() != 3) {
-        Fail(loc, StrCat("cluster takes 3 extents, found ", k.cluster.size()));
-      }
-    }
-    ExpectPunct("(");
-    do {
-      k.block_vars.push_back(ExpectName("a block index name").first);
-    } while (AcceptPunct(","));
-    ExpectPunct(")");
-    k.body = ParseBlock();
-    return k;
   }
+  return result;
+}
 
-  Param ParseParam() {
-    Param p;
-    auto [name, loc] = ExpectName("a parameter name");
-    p.name = name;
-    p.loc = loc;
-    ExpectPunct(":");
-    p.dtype = ExpectDType();
-    if (AcceptPunct("[")) {
-      p.is_tensor = true;
+Kernel Parser::ParseKernel() {
+  Kernel k;
+  k.loc = ExpectWord("kernel").loc;
+  // Any identifier names a kernel (`kernel gemm(...)`): the position makes
+  // it unambiguous, and kernel names are what users search for.
+  if (Peek().kind != TokenKind::kIdent) Expected("a kernel name");
+  k.name = Take().text;
+  ExpectPunct("(");
+  if (!IsPunct(")")) {
+    do {
+      k.params.push_back(ParseParam());
+    } while (AcceptPunct(","));
+  }
+  ExpectPunct(")");
+  while (true) {
+    if (AcceptWord("tune")) {
       do {
-        const Token& t = Peek();
-        if (t.kind == TokenKind::kInt) {
-          p.shape.push_back(Expr::Int(Take().int_value, t.loc));
-        } else {
-          auto [sym, sym_loc] = ExpectName("a dim (an integer or a symbol)");
-          p.shape.push_back(Expr::Var(sym, sym_loc));
-        }
+        k.tunables.push_back(ParseTunable());
       } while (AcceptPunct(","));
+    } else if (AcceptWord("where")) {
+      ParseExprList(&k.constraints);
+    } else if (AcceptWord("assume")) {
+      ParseExprList(&k.assumptions);
+    } else {
+      break;
+    }
+  }
+  if (!IsWord("grid")) Expected("'tune', 'where', 'assume' or 'grid'");
+  Take();
+  ExpectPunct("(");
+  ParseExprList(&k.grid);
+  ExpectPunct(")");
+  if (k.grid.size() > 3) {
+    Fail(k.grid[3].loc, "a grid has at most 3 dimensions");
+  }
+  ExpectWord("threads");
+  ExpectPunct("(");
+  k.threads = ParseExpr();
+  ExpectPunct(")");
+  if (IsWord("cluster")) {
+    Loc loc = Take().loc;
+    ExpectPunct("(");
+    ParseExprList(&k.cluster);
+    ExpectPunct(")");
+    if (k.cluster.size() != 3) {
+      Fail(loc, StrCat("cluster takes 3 extents, found ", k.cluster.size()));
+    }
+  }
+  ExpectPunct("(");
+  do {
+    k.block_vars.push_back(ExpectName("a block index name").first);
+  } while (AcceptPunct(","));
+  ExpectPunct(")");
+  k.body = ParseBlock();
+  return k;
+}
+
+Param Parser::ParseParam() {
+  Param p;
+  auto [name, loc] = ExpectName("a parameter name");
+  p.name = name;
+  p.loc = loc;
+  ExpectPunct(":");
+  p.dtype = ExpectDType();
+  if (AcceptPunct("[")) {
+    p.is_tensor = true;
+    do {
+      const Token& t = Peek();
+      if (t.kind == TokenKind::kInt) {
+        p.shape.push_back(Expr::Int(Take().int_value, t.loc));
+      } else {
+        auto [sym, sym_loc] = ExpectName("a dim (an integer or a symbol)");
+        p.shape.push_back(Expr::Var(sym, sym_loc));
+      }
+    } while (AcceptPunct(","));
+    ExpectPunct("]");
+    if (AcceptWord("strides")) {
+      ExpectPunct("[");
+      ParseExprList(&p.strides);
       ExpectPunct("]");
-      if (AcceptWord("strides")) {
-        ExpectPunct("[");
-        ParseExprList(&p.strides);
-        ExpectPunct("]");
-      }
-    }
-    return p;
-  }
-
-  Tunable ParseTunable() {
-    Tunable t;
-    auto [name, loc] = ExpectName("a tunable name");
-    t.name = name;
-    t.loc = loc;
-    ExpectWord("in");
-    ExpectPunct("[");
-    do {
-      t.candidates.push_back(ExpectInt("an integer candidate"));
-    } while (AcceptPunct(","));
-    ExpectPunct("]");
-    return t;
-  }
-
-  // Leaves height_ at the tallest item's height.
-  void ParseExprList(std::vector<Expr>* out) {
-    int tallest = 0;
-    do {
-      out->push_back(ParseExpr());
-      tallest = std::max(tallest, height_);
-    } while (AcceptPunct(","));
-    height_ = tallest;
-  }
-
-  void CheckHeight(int height, const Loc& loc) {
-    if (height > kMaxExprHeight) {
-      Fail(loc,
-           StrCat("expression is more than ", kMaxExprHeight, " levels deep"));
     }
   }
+  return p;
+}
 
-  // ---------------------------------------------------------- statements
-  Block ParseBlock() {
-    ExpectPunct("{");
-    Block body;
-    while (!IsPunct("}")) {
-      if (Peek().kind == TokenKind::kEnd) Expected("'}'");
-      body.push_back(ParseStmt());
-    }
+Tunable Parser::ParseTunable() {
+  Tunable t;
+  auto [name, loc] = ExpectName("a tunable name");
+  t.name = name;
+  t.loc = loc;
+  ExpectWord("in");
+  ExpectPunct("[");
+  do {
+    t.candidates.push_back(ExpectInt("an integer candidate"));
+  } while (AcceptPunct(","));
+  ExpectPunct("]");
+  return t;
+}
+
+Block Parser::ParseBlock() {
+  ExpectPunct("{");
+  Block body;
+  while (!IsPunct("}")) {
+    if (Peek().kind == TokenKind::kEnd) Expected("'}'");
+    body.push_back(ParseStmt());
+  }
+  Take();
+  return body;
+}
+
+Stmt Parser::ParseStmt() {
+  const Token& t = Peek();
+  DepthGuard guard(this, t.loc);
+  Stmt s;
+  s.loc = t.loc;
+  if (t.kind != TokenKind::kIdent) Expected("a statement");
+  const std::string word = t.text;
+  if (word == "alloc") {
     Take();
-    return body;
-  }
-
-  Stmt ParseStmt() {
-    const Token& t = Peek();
-    DepthGuard guard(this, t.loc);
-    Stmt s;
-    s.loc = t.loc;
-    if (t.kind != TokenKind::kIdent) Expected("a statement");
-    const std::string word = t.text;
-    if (word == "alloc") {
-      Take();
-      s.node = ParseAlloc();
-    } else if (word == "copy") {
-      Take();
-      CopyStmt c;
-      c.src = ParseRegion();
-      ExpectPunct("->");
-      c.dst = ParseRegion();
-      s.node = std::move(c);
-    } else if (word == "fill") {
-      Take();
-      FillStmt f;
-      f.dst = ParseRegion();
-      ExpectPunct(",");
-      f.value = ParseExpr();
-      s.node = std::move(f);
-    } else if (word == "clear") {
-      Take();
-      FillStmt f;
-      f.dst = ParseRegion();
-      f.value = Expr::Int(0, t.loc);
-      f.is_clear = true;
-      s.node = std::move(f);
-    } else if (word == "gemm") {
-      Take();
-      s.node = ParseGemm();
-    } else if (word == "reduce") {
-      Take();
-      s.node = ParseReduce();
-    } else if (word == "cumsum") {
-      Take();
-      s.node = ParseCumsum();
-    } else if (word == "atomic_add") {
-      Take();
-      AtomicAddStmt a;
-      a.dst = ParseRegion();
-      ExpectPunct(",");
-      a.src = ParseRegion();
-      s.node = std::move(a);
-    } else if (word == "parallel") {
-      Take();
-      s.node = ParseParallel();
-    } else if (word == "for") {
-      Take();
-      s.node = ParseFor();
-    } else if (word == "if") {
-      Take();
-      s.node = ParseIf();
-    } else if (word == "let") {
-      Take();
-      LetStmt l;
-      l.name = ExpectName("a name").first;
-      ExpectPunct("=");
-      l.value = ParseExpr();
-      s.node = std::move(l);
-    } else if (word == "rasterize") {
-      Take();
-      s.node = ParseRasterize();
-    } else if (!IsKeyword(word) && !ParseDType(word) && IsPunct("[", 1)) {
-      s.node = ParseStore();
-    } else {
-      Expected("a statement");
-    }
-    return s;
-  }
-
-  AllocStmt ParseAlloc() {
-    AllocStmt a;
-    if (AcceptWord("shared")) {
-      a.scope = Scope::kShared;
-    } else if (AcceptWord("fragment")) {
-      a.scope = Scope::kFragment;
-    } else if (AcceptWord("local")) {
-      a.scope = Scope::kLocal;
-    } else {
-      Expected("a scope ('shared', 'fragment' or 'local')");
-    }
-    a.name = ExpectName("a tile name").first;
-    ExpectPunct(":");
-    a.dtype = ExpectDType();
-    ExpectPunct("[");
-    ParseExprList(&a.shape);
-    ExpectPunct("]");
-    if (AcceptWord("layout")) {
-      if (AcceptWord("row_major")) {
-        a.layout.kind = Layout::Kind::kRowMajor;
-      } else if (IsWord("swizzle") || IsWord("padded")) {
-        a.layout.kind = Take().text == "swizzle" ? Layout::Kind::kSwizzle
-                                                 : Layout::Kind::kPadded;
-        ExpectPunct("(");
-        a.layout.param = ExpectInt("an integer");
-        ExpectPunct(")");
-      } else {
-        Expected("a layout ('row_major', 'swizzle(N)' or 'padded(N)')");
-      }
-    }
-    return a;
-  }
-
-  GemmStmt ParseGemm() {
-    GemmStmt g;
-    g.a = ParseRegion();
-    ExpectPunct(",");
-    g.b = ParseRegion();
-    ExpectPunct("->");
-    g.c = ParseRegion();
-    while (true) {
-      if (AcceptWord("transpose_a")) {
-        g.transpose_a = true;
-      } else if (AcceptWord("transpose_b")) {
-        g.transpose_b = true;
-      } else if (AcceptWord("clear_accum")) {
-        g.clear_accum = true;
-      } else if (AcceptWord("policy")) {
-        ExpectPunct("=");
-        if (AcceptWord("square")) {
-          g.policy = GemmPolicy::kSquare;
-        } else if (AcceptWord("full_row")) {
-          g.policy = GemmPolicy::kFullRow;
-        } else if (AcceptWord("full_col")) {
-          g.policy = GemmPolicy::kFullCol;
-        } else {
-          Expected("a policy ('square', 'full_row' or 'full_col')");
-        }
-      } else {
-        break;
-      }
-    }
-    return g;
-  }
-
-  // `, dim=D` shared by reduce and cumsum.
-  int64_t ParseDimArg() {
-    ExpectPunct(",");
-    ExpectWord("dim");
-    ExpectPunct("=");
-    return ExpectInt("an integer dim");
-  }
-
-  ReduceStmt ParseReduce() {
-    ReduceStmt r;
-    ExpectPunct(".");
-    if (AcceptWord("sum")) {
-      r.op = ReduceKind::kSum;
-    } else if (AcceptWord("max")) {
-      r.op = ReduceKind::kMax;
-    } else if (AcceptWord("min")) {
-      r.op = ReduceKind::kMin;
-    } else if (AcceptWord("absmax")) {
-      r.op = ReduceKind::kAbsMax;
-    } else {
-      Expected("a reduction ('sum', 'max', 'min' or 'absmax')");
-    }
-    r.src = ParseRegion();
-    ExpectPunct("->");
-    r.dst = ParseRegion();
-    r.dim = ParseDimArg();
-    if (IsPunct(",") && IsWord("clear", 1)) {
-      Take();
-      Take();
-      ExpectPunct("=");
-      r.clear = ExpectBoolWord();
-    }
-    return r;
-  }
-
-  CumsumStmt ParseCumsum() {
-    CumsumStmt c;
+    s.node = ParseAlloc();
+  } else if (word == "copy") {
+    Take();
+    CopyStmt c;
     c.src = ParseRegion();
     ExpectPunct("->");
     c.dst = ParseRegion();
-    c.dim = ParseDimArg();
-    if (IsPunct(",") && IsWord("reverse", 1)) {
-      Take();
-      Take();
-      ExpectPunct("=");
-      c.reverse = ExpectBoolWord();
-    }
-    return c;
-  }
-
-  ParallelStmt ParseParallel() {
-    ParallelStmt p;
-    ExpectPunct("(");
-    do {
-      p.vars.push_back(ExpectName("a loop variable").first);
-    } while (AcceptPunct(","));
-    ExpectPunct(")");
-    ExpectWord("in");
-    const Token& open = ExpectPunct("(");
-    ParseExprList(&p.extents);
-    ExpectPunct(")");
-    if (p.extents.size() != p.vars.size()) {
-      Fail(open.loc,
-           StrCat("parallel binds ", p.vars.size(), " variables but gives ",
-                  p.extents.size(), " extents"));
-    }
-    p.body = ParseBlock();
-    return p;
-  }
-
-  ForStmt ParseFor() {
-    ForStmt f;
-    f.var = ExpectName("a loop variable").first;
-    ExpectWord("in");
-    if (AcceptWord("serial")) {
-      f.loop = LoopKind::kSerial;
-    } else if (AcceptWord("unroll")) {
-      f.loop = LoopKind::kUnroll;
-    } else if (AcceptWord("pipelined")) {
-      f.loop = LoopKind::kPipelined;
-    } else {
-      Expected("a loop kind ('serial', 'unroll' or 'pipelined')");
-    }
-    ExpectPunct("(");
-    f.stop = ParseExpr();
-    if (AcceptPunct(",")) {
-      if (f.loop == LoopKind::kPipelined && IsWord("stages")) {
-        // pipelined(n, stages=S)
-      } else {
-        f.start = std::move(f.stop);
-        f.stop = ParseExpr();
-        if (f.loop == LoopKind::kPipelined) ExpectPunct(",");
-      }
-    } else if (f.loop == LoopKind::kPipelined) {
-      Expected("',' and 'stages=' (a pipelined loop names its stages)");
-    }
-    if (f.loop == LoopKind::kPipelined) {
-      ExpectWord("stages");
-      ExpectPunct("=");
-      f.stages = ParseExpr();
-    }
-    ExpectPunct(")");
-    f.body = ParseBlock();
-    return f;
-  }
-
-  IfStmt ParseIf() {
-    IfStmt s;
-    s.cond = ParseExpr();
-    s.then_body = ParseBlock();
-    if (IsWord("else")) {
-      const Token& else_tok = Take();
-      s.has_else = true;
-      if (IsWord("if")) {
-        DepthGuard guard(this, else_tok.loc);
-        Stmt nested;
-        nested.loc = Take().loc;
-        nested.node = ParseIf();
-        s.else_body.push_back(std::move(nested));
-      } else {
-        s.else_body = ParseBlock();
-      }
-    }
-    return s;
-  }
-
-  RasterizeStmt ParseRasterize() {
-    RasterizeStmt r;
-    ExpectPunct("(");
-    ExpectWord("panel");
-    ExpectPunct("=");
-    r.panel = ParseExpr();
-    if (AcceptPunct(",")) {
-      ExpectWord("order");
-      ExpectPunct("=");
-      if (AcceptWord("row")) {
-        r.order = RasterOrder::kRow;
-      } else if (AcceptWord("column")) {
-        r.order = RasterOrder::kColumn;
-      } else {
-        Expected("'row' or 'column'");
-      }
-    }
-    ExpectPunct(")");
-    return r;
-  }
-
-  StoreStmt ParseStore() {
-    StoreStmt s;
-    s.name = Take().text;
-    ExpectPunct("[");
-    ParseExprList(&s.indices);
-    ExpectPunct("]");
-    static constexpr std::pair<std::string_view, AssignOp> kOps[] = {
-        {"=", AssignOp::kSet},  {"+=", AssignOp::kAdd}, {"-=", AssignOp::kSub},
-        {"*=", AssignOp::kMul}, {"/=", AssignOp::kDiv},
-    };
-    for (const auto& [spelling, op] : kOps) {
-      if (AcceptPunct(spelling)) {
-        s.op = op;
-        s.value = ParseExpr();
-        return s;
-      }
-    }
-    Expected("'=', '+=', '-=', '*=' or '/='");
-  }
-
-  Region ParseRegion() {
-    Region r;
-    auto [name, loc] = ExpectName("a tile or tensor name");
-    r.name = name;
-    r.loc = loc;
-    if (AcceptPunct("[")) {
-      r.has_slices = true;
-      do {
-        Slice s;
-        if (IsPunct(":") && (IsPunct(",", 1) || IsPunct("]", 1))) {
-          Take();
-          s.kind = Slice::Kind::kFull;
-        } else {
-          s.start = ParseExpr();
-          if (AcceptPunct(":")) {
-            ExpectPunct("+");
-            s.kind = Slice::Kind::kRange;
-            s.extent = ParseExpr();
-          } else {
-            s.kind = Slice::Kind::kIndex;
-          }
-        }
-        r.slices.push_back(std::move(s));
-      } while (AcceptPunct(","));
-      ExpectPunct("]");
-    }
-    return r;
-  }
-
-  // --------------------------------------------------------- expressions
-  Expr ParseExpr() { return ParseBinary(0); }
-
-  struct OpLevel {
-    std::string_view spelling;
-    BinaryOp op;
-  };
-
-  // Binary precedence levels, loosest first (tile-ir.md §2).
-  static const std::vector<std::vector<OpLevel>>& Levels() {
-    static const auto* levels = new std::vector<std::vector<OpLevel>>{
-        {{"||", BinaryOp::kOr}},
-        {{"&&", BinaryOp::kAnd}},
-        {{"|", BinaryOp::kBitOr}},
-        {{"^", BinaryOp::kBitXor}},
-        {{"&", BinaryOp::kBitAnd}},
-        {{"==", BinaryOp::kEq},
-         {"!=", BinaryOp::kNe},
-         {"<=", BinaryOp::kLe},
-         {">=", BinaryOp::kGe},
-         {"<", BinaryOp::kLt},
-         {">", BinaryOp::kGt}},
-        {{"<<", BinaryOp::kShl}, {">>", BinaryOp::kShr}},
-        {{"+", BinaryOp::kAdd}, {"-", BinaryOp::kSub}},
-        {{"*", BinaryOp::kMul}, {"/", BinaryOp::kDiv}, {"%", BinaryOp::kMod}},
-    };
-    return *levels;
-  }
-  static constexpr size_t kCompareLevel = 5;
-
-  const OpLevel* MatchOp(size_t level) const {
-    if (Peek().kind != TokenKind::kPunct) return nullptr;
-    for (const OpLevel& op : Levels()[level]) {
-      if (Peek().text == op.spelling) return &op;
-    }
-    return nullptr;
-  }
-
-  Expr ParseBinary(size_t level) {
-    // The level count is fixed, so this recursion is bounded; nesting depth is
-    // counted in ParseUnary, which every parenthesis and operand goes through.
-    if (level == Levels().size()) return ParseUnary();
-    Expr lhs = ParseBinary(level + 1);
-    int height = height_;
-    while (const OpLevel* op = MatchOp(level)) {
-      Loc loc = Take().loc;
-      Expr rhs = ParseBinary(level + 1);
-      // A chain `a + b + c ...` nests one level per operator without any
-      // parenthesis: bound the tree's height too.
-      height = std::max(height, height_) + 1;
-      CheckHeight(height, loc);
-      lhs = Expr::Binary(op->op, std::move(lhs), std::move(rhs), loc);
-      if (level == kCompareLevel) break;  // comparisons do not chain
-    }
-    height_ = height;
-    return lhs;
-  }
-
-  Expr ParseUnary() {
-    const Token& t = Peek();
-    DepthGuard guard(this, t.loc);
-    if (t.kind == TokenKind::kPunct) {
-      UnaryOp op;
-      if (t.text == "-") {
-        op = UnaryOp::kNeg;
-      } else if (t.text == "!") {
-        op = UnaryOp::kNot;
-      } else if (t.text == "~") {
-        op = UnaryOp::kBitNot;
-      } else {
-        return ParsePrimary();
-      }
-      Take();
-      Expr operand = ParseUnary();
-      CheckHeight(++height_, t.loc);
-      return Expr::Unary(op, std::move(operand), t.loc);
-    }
-    return ParsePrimary();
-  }
-
-  Expr ParsePrimary() {
-    const Token& t = Peek();
-    switch (t.kind) {
-      case TokenKind::kInt:
-        Take();
-        height_ = 1;
-        return Expr::Int(t.int_value, t.loc);
-      case TokenKind::kFloat:
-        Take();
-        height_ = 1;
-        return Expr::Float(t.float_value, t.loc);
-      case TokenKind::kPunct:
-        if (t.text == "(") {
-          Take();
-          Expr e = ParseExpr();
-          ExpectPunct(")");
-          return e;
-        }
-        Expected("an expression");
-      case TokenKind::kIdent:
-        return ParseNamePrimary();
-      default:
-        Expected("an expression");
-    }
-  }
-
-  Expr ParseNamePrimary() {
-    const Token& t = Peek();
-    if (t.text == "true" || t.text == "false") {
-      Take();
-      height_ = 1;
-      return Expr::Bool(t.text == "true", t.loc);
-    }
-    if (auto dtype = ParseDType(t.text)) {
-      Take();
-      ExpectPunct("(");
-      Expr arg = ParseExpr();
-      ExpectPunct(")");
-      CheckHeight(++height_, t.loc);
-      return Expr::Cast(*dtype, std::move(arg), t.loc);
-    }
-    if (IsKeyword(t.text)) Expected("an expression");
+    s.node = std::move(c);
+  } else if (word == "fill") {
     Take();
-    if (AcceptPunct("(")) {
-      std::vector<Expr> args;
-      height_ = 0;
-      if (!IsPunct(")")) ParseExprList(&args);
-      ExpectPunct(")");
-      CheckHeight(++height_, t.loc);
-      std::string name = t.text == "if_then_else" ? "select" : t.text;
-      return Expr::Call(std::move(name), std::move(args), t.loc);
-    }
-    if (AcceptPunct("[")) {
-      std::vector<Expr> indices;
-      ParseExprList(&indices);
-      ExpectPunct("]");
-      CheckHeight(++height_, t.loc);
-      return Expr::Load(t.text, std::move(indices), t.loc);
-    }
-    height_ = 1;
-    return Expr::Var(t.text, t.loc);
+    FillStmt f;
+    f.dst = ParseRegion();
+    ExpectPunct(",");
+    f.value = ParseExpr();
+    s.node = std::move(f);
+  } else if (word == "clear") {
+    Take();
+    FillStmt f;
+    f.dst = ParseRegion();
+    f.value = Expr::Int(0, t.loc);
+    f.is_clear = true;
+    s.node = std::move(f);
+  } else if (word == "gemm") {
+    Take();
+    s.node = ParseGemm();
+  } else if (word == "reduce") {
+    Take();
+    s.node = ParseReduce();
+  } else if (word == "cumsum") {
+    Take();
+    s.node = ParseCumsum();
+  } else if (word == "atomic_add") {
+    Take();
+    AtomicAddStmt a;
+    a.dst = ParseRegion();
+    ExpectPunct(",");
+    a.src = ParseRegion();
+    s.node = std::move(a);
+  } else if (word == "parallel") {
+    Take();
+    s.node = ParseParallel();
+  } else if (word == "for") {
+    Take();
+    s.node = ParseFor();
+  } else if (word == "if") {
+    Take();
+    s.node = ParseIf();
+  } else if (word == "let") {
+    Take();
+    LetStmt l;
+    l.name = ExpectName("a name").first;
+    ExpectPunct("=");
+    l.value = ParseExpr();
+    s.node = std::move(l);
+  } else if (word == "rasterize") {
+    Take();
+    s.node = ParseRasterize();
+  } else if (!IsKeyword(word) && !ParseDType(word) && IsPunct("[", 1)) {
+    s.node = ParseStore();
+  } else {
+    Expected("a statement");
   }
+  return s;
+}
 
-  std::vector<Token> toks_;
-  size_t pos_ = 0;
-  int depth_ = 0;
-  int height_ = 0;  // height of the expression parsed last
-};
+AllocStmt Parser::ParseAlloc() {
+  AllocStmt a;
+  if (AcceptWord("shared")) {
+    a.scope = Scope::kShared;
+  } else if (AcceptWord("fragment")) {
+    a.scope = Scope::kFragment;
+  } else if (AcceptWord("local")) {
+    a.scope = Scope::kLocal;
+  } else {
+    Expected("a scope ('shared', 'fragment' or 'local')");
+  }
+  a.name = ExpectName("a tile name").first;
+  ExpectPunct(":");
+  a.dtype = ExpectDType();
+  ExpectPunct("[");
+  ParseExprList(&a.shape);
+  ExpectPunct("]");
+  if (AcceptWord("layout")) {
+    if (AcceptWord("row_major")) {
+      a.layout.kind = Layout::Kind::kRowMajor;
+    } else if (IsWord("swizzle") || IsWord("padded")) {
+      a.layout.kind = Take().text == "swizzle" ? Layout::Kind::kSwizzle
+                                               : Layout::Kind::kPadded;
+      ExpectPunct("(");
+      a.layout.param = ExpectInt("an integer");
+      ExpectPunct(")");
+    } else {
+      Expected("a layout ('row_major', 'swizzle(N)' or 'padded(N)')");
+    }
+  }
+  return a;
+}
 
-}  // namespace
+GemmStmt Parser::ParseGemm() {
+  GemmStmt g;
+  g.a = ParseRegion();
+  ExpectPunct(",");
+  g.b = ParseRegion();
+  ExpectPunct("->");
+  g.c = ParseRegion();
+  while (true) {
+    if (AcceptWord("transpose_a")) {
+      g.transpose_a = true;
+    } else if (AcceptWord("transpose_b")) {
+      g.transpose_b = true;
+    } else if (AcceptWord("clear_accum")) {
+      g.clear_accum = true;
+    } else if (AcceptWord("policy")) {
+      ExpectPunct("=");
+      if (AcceptWord("square")) {
+        g.policy = GemmPolicy::kSquare;
+      } else if (AcceptWord("full_row")) {
+        g.policy = GemmPolicy::kFullRow;
+      } else if (AcceptWord("full_col")) {
+        g.policy = GemmPolicy::kFullCol;
+      } else {
+        Expected("a policy ('square', 'full_row' or 'full_col')");
+      }
+    } else {
+      break;
+    }
+  }
+  return g;
+}
+
+int64_t Parser::ParseDimArg() {
+  ExpectPunct(",");
+  ExpectWord("dim");
+  ExpectPunct("=");
+  return ExpectInt("an integer dim");
+}
+
+ReduceStmt Parser::ParseReduce() {
+  ReduceStmt r;
+  ExpectPunct(".");
+  if (AcceptWord("sum")) {
+    r.op = ReduceKind::kSum;
+  } else if (AcceptWord("max")) {
+    r.op = ReduceKind::kMax;
+  } else if (AcceptWord("min")) {
+    r.op = ReduceKind::kMin;
+  } else if (AcceptWord("absmax")) {
+    r.op = ReduceKind::kAbsMax;
+  } else {
+    Expected("a reduction ('sum', 'max', 'min' or 'absmax')");
+  }
+  r.src = ParseRegion();
+  ExpectPunct("->");
+  r.dst = ParseRegion();
+  r.dim = ParseDimArg();
+  if (IsPunct(",") && IsWord("clear", 1)) {
+    Take();
+    Take();
+    ExpectPunct("=");
+    r.clear = ExpectBoolWord();
+  }
+  return r;
+}
+
+CumsumStmt Parser::ParseCumsum() {
+  CumsumStmt c;
+  c.src = ParseRegion();
+  ExpectPunct("->");
+  c.dst = ParseRegion();
+  c.dim = ParseDimArg();
+  if (IsPunct(",") && IsWord("reverse", 1)) {
+    Take();
+    Take();
+    ExpectPunct("=");
+    c.reverse = ExpectBoolWord();
+  }
+  return c;
+}
+
+ParallelStmt Parser::ParseParallel() {
+  ParallelStmt p;
+  ExpectPunct("(");
+  do {
+    p.vars.push_back(ExpectName("a loop variable").first);
+  } while (AcceptPunct(","));
+  ExpectPunct(")");
+  ExpectWord("in");
+  const Token& open = ExpectPunct("(");
+  ParseExprList(&p.extents);
+  ExpectPunct(")");
+  if (p.extents.size() != p.vars.size()) {
+    Fail(open.loc,
+         StrCat("parallel binds ", p.vars.size(), " variables but gives ",
+                p.extents.size(), " extents"));
+  }
+  p.body = ParseBlock();
+  return p;
+}
+
+ForStmt Parser::ParseFor() {
+  ForStmt f;
+  f.var = ExpectName("a loop variable").first;
+  ExpectWord("in");
+  if (AcceptWord("serial")) {
+    f.loop = LoopKind::kSerial;
+  } else if (AcceptWord("unroll")) {
+    f.loop = LoopKind::kUnroll;
+  } else if (AcceptWord("pipelined")) {
+    f.loop = LoopKind::kPipelined;
+  } else {
+    Expected("a loop kind ('serial', 'unroll' or 'pipelined')");
+  }
+  ExpectPunct("(");
+  f.stop = ParseExpr();
+  if (AcceptPunct(",")) {
+    if (f.loop == LoopKind::kPipelined && IsWord("stages")) {
+      // pipelined(n, stages=S)
+    } else {
+      f.start = std::move(f.stop);
+      f.stop = ParseExpr();
+      if (f.loop == LoopKind::kPipelined) ExpectPunct(",");
+    }
+  } else if (f.loop == LoopKind::kPipelined) {
+    Expected("',' and 'stages=' (a pipelined loop names its stages)");
+  }
+  if (f.loop == LoopKind::kPipelined) {
+    ExpectWord("stages");
+    ExpectPunct("=");
+    f.stages = ParseExpr();
+  }
+  ExpectPunct(")");
+  f.body = ParseBlock();
+  return f;
+}
+
+IfStmt Parser::ParseIf() {
+  IfStmt s;
+  s.cond = ParseExpr();
+  s.then_body = ParseBlock();
+  if (IsWord("else")) {
+    const Token& else_tok = Take();
+    s.has_else = true;
+    if (IsWord("if")) {
+      DepthGuard guard(this, else_tok.loc);
+      Stmt nested;
+      nested.loc = Take().loc;
+      nested.node = ParseIf();
+      s.else_body.push_back(std::move(nested));
+    } else {
+      s.else_body = ParseBlock();
+    }
+  }
+  return s;
+}
+
+RasterizeStmt Parser::ParseRasterize() {
+  RasterizeStmt r;
+  ExpectPunct("(");
+  ExpectWord("panel");
+  ExpectPunct("=");
+  r.panel = ParseExpr();
+  if (AcceptPunct(",")) {
+    ExpectWord("order");
+    ExpectPunct("=");
+    if (AcceptWord("row")) {
+      r.order = RasterOrder::kRow;
+    } else if (AcceptWord("column")) {
+      r.order = RasterOrder::kColumn;
+    } else {
+      Expected("'row' or 'column'");
+    }
+  }
+  ExpectPunct(")");
+  return r;
+}
+
+StoreStmt Parser::ParseStore() {
+  StoreStmt s;
+  s.name = Take().text;
+  ExpectPunct("[");
+  ParseExprList(&s.indices);
+  ExpectPunct("]");
+  static constexpr std::pair<std::string_view, AssignOp> kOps[] = {
+      {"=", AssignOp::kSet},  {"+=", AssignOp::kAdd}, {"-=", AssignOp::kSub},
+      {"*=", AssignOp::kMul}, {"/=", AssignOp::kDiv},
+  };
+  for (const auto& [spelling, op] : kOps) {
+    if (AcceptPunct(spelling)) {
+      s.op = op;
+      s.value = ParseExpr();
+      return s;
+    }
+  }
+  Expected("'=', '+=', '-=', '*=' or '/='");
+}
+
+Region Parser::ParseRegion() {
+  Region r;
+  auto [name, loc] = ExpectName("a tile or tensor name");
+  r.name = name;
+  r.loc = loc;
+  if (AcceptPunct("[")) {
+    r.has_slices = true;
+    do {
+      Slice s;
+      if (IsPunct(":") && (IsPunct(",", 1) || IsPunct("]", 1))) {
+        Take();
+        s.kind = Slice::Kind::kFull;
+      } else {
+        s.start = ParseExpr();
+        if (AcceptPunct(":")) {
+          ExpectPunct("+");
+          s.kind = Slice::Kind::kRange;
+          s.extent = ParseExpr();
+        } else {
+          s.kind = Slice::Kind::kIndex;
+        }
+      }
+      r.slices.push_back(std::move(s));
+    } while (AcceptPunct(","));
+    ExpectPunct("]");
+  }
+  return r;
+}
+
+}  // namespace parser_internal
 
 ParseResult Parse(std::string_view text) {
   if (text.size() > kMaxSourceBytes) {
@@ -781,7 +501,7 @@ ParseResult Parse(std::string_view text) {
                            kMaxSourceBytes)});
     return result;
   }
-  return Parser(Lex(text)).Run();
+  return parser_internal::Parser(Lex(text)).Run();
 }
 
 }  // namespace kiln::compiler
