@@ -1,0 +1,179 @@
+// CompileEngine: the daemon's transport-free compile path. Tile-IR text plus
+// a target and bindings in, a KernelHandle (binary + launch metadata) out,
+// through the content-addressed cache:
+//
+//   request -> size/deadline checks -> compiler::BinaryKey -> cache lookup
+//     hit:  the stored entry (tier "local" or "remote")
+//     miss: one compile per key on a bounded worker pool (single-flight: every
+//           concurrent request for the same missing key waits for the same
+//           compile and gets its result or its error), stored in the cache,
+//           tier "compiled".
+//
+// Deadlines are absl::Time (absl::InfiniteFuture() means none). A caller
+// whose deadline passes gets DeadlineExceeded; the shared compile keeps
+// running for the other waiters and its result is still stored.
+//
+// No gRPC or protobuf here; the gRPC service adapts this class.
+#ifndef KILN_SERVER_ENGINE_COMPILE_ENGINE_H_
+#define KILN_SERVER_ENGINE_COMPILE_ENGINE_H_
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "cache/cache.h"
+#include "compiler/compile.h"
+
+namespace kiln::server {
+
+struct CompileRequest {
+  std::string ir_text;         // tile-IR program text
+  std::string kernel;          // may be empty if the program has one
+  std::string target = "cpu";  // see compiler::CompileOptions::target
+  std::map<std::string, int64_t> bindings;  // tunables and fixed symbols
+  // Name used in diagnostics ("FILE:LINE:COL").
+  std::string filename = "<input>";
+  // When the caller stops waiting; absl::InfiniteFuture() for never.
+  absl::Time deadline = absl::InfiniteFuture();
+};
+
+struct KernelHandle {
+  std::string key;          // binary key, 64 lowercase hex characters
+  std::string binary;       // CPU: an ELF shared object
+  std::string metadata;     // launch metadata (compiler/docs/kernel-handle.md)
+  std::string compile_log;  // what the compile reported (timings, prover)
+  std::string kernel_name;
+  std::string target;
+  // Where the handle came from: "local" or "remote" (cache tiers),
+  // "compiled" (compiled for this request, or for a request it joined).
+  // "memory" is reserved for an in-process tier; not produced yet.
+  std::string tier;
+  // Wall-clock milliseconds of the compile that produced this handle when
+  // tier is "compiled"; 0 for cache hits.
+  double compile_ms = 0;
+};
+
+// Blob names of a stored entry.
+inline constexpr char kBinaryBlob[] = "binary";
+inline constexpr char kMetadataBlob[] = "metadata";
+inline constexpr char kCompileLogBlob[] = "compile.log";
+
+struct CompileEngineOptions {
+  // Threads compiling (bounded pool); at least 1.
+  int worker_threads = 2;
+  // Larger IR texts are InvalidArgument.
+  size_t max_ir_bytes = 4 << 20;
+  // Distinct compiles queued or running at once; a request that would start
+  // one more is ResourceExhausted. Requests joining a running compile do not
+  // count.
+  int max_queued_compiles = 256;
+  // A compile still unfinished this long after it was queued fails with
+  // DeadlineExceeded for all its waiters. The compiler cannot be interrupted:
+  // the worker finishes it anyway and stores a successful result.
+  absl::Duration compile_time_limit = absl::Minutes(10);
+  // The compiler, replaceable for tests; compiler::Compile if empty.
+  std::function<absl::StatusOr<compiler::CompiledKernel>(
+      std::string_view, const compiler::CompileOptions&)>
+      compile_fn;
+};
+
+// Counters since the engine was created (Compile() calls only).
+struct EngineStats {
+  int64_t hits = 0;      // served from the cache
+  int64_t misses = 0;    // not in the cache (started or joined a compile)
+  int64_t compiles = 0;  // compiles actually run by the pool
+  int64_t single_flight_joins = 0;    // misses that joined a pending compile
+  int64_t errors = 0;                 // Compile() calls that returned an error
+  int64_t deadline_exceeded = 0;      // of which: deadline or time limit
+  int64_t active_compiles = 0;        // queued or running now
+  int64_t peak_running_compiles = 0;  // most compiles running at once
+};
+
+class CompileEngine {
+ public:
+  // Creates the engine over `cache` (not owned; must outlive the engine) and
+  // starts the workers. InvalidArgument for a null cache or bad options.
+  static absl::StatusOr<std::unique_ptr<CompileEngine>> Create(
+      cache::Cache* cache, CompileEngineOptions options = {});
+  // Shutdown(), then frees everything.
+  ~CompileEngine();
+  CompileEngine(const CompileEngine&) = delete;
+  CompileEngine& operator=(const CompileEngine&) = delete;
+
+  // The handle for `request`, from the cache or compiled (see the file
+  // comment). Errors:
+  // - Unavailable after Shutdown() began;
+  // - InvalidArgument for oversized IR, and whatever compiler::BinaryKey or
+  //   compiler::Compile report (invalid programs with FILE:LINE:COL lines,
+  //   unknown targets, missing or bad tunables; NotFound for unknown kernels;
+  //   Unimplemented, Internal) passed through unchanged;
+  // - DeadlineExceeded when request.deadline passes (also if it had already
+  //   passed on entry) or the compile exceeds compile_time_limit;
+  // - ResourceExhausted when max_queued_compiles compiles are pending;
+  // - cache I/O errors of the local tier.
+  // Thread-safe; blocks until the result or the deadline.
+  absl::StatusOr<KernelHandle> Compile(const CompileRequest& request);
+
+  // Whether the local cache holds `key` (index only; no blob reads, no hit
+  // counted). InvalidArgument for a malformed key. Thread-safe.
+  absl::StatusOr<bool> Lookup(std::string_view key);
+
+  // The stored handle for `key` (local tier, then remote): tier "local" or
+  // "remote". NotFound if absent, InvalidArgument for a malformed key.
+  // Thread-safe.
+  absl::StatusOr<KernelHandle> Get(std::string_view key);
+
+  // A snapshot of the counters. Thread-safe.
+  EngineStats Stats() const;
+
+  // Refuses new Compile() calls (Unavailable), waits for every queued and
+  // running compile to finish (their waiters get their results), then stops
+  // the workers. Idempotent; thread-safe; must not be called from a worker.
+  void Shutdown();
+
+ private:
+  struct Flight;
+
+  CompileEngine(cache::Cache* cache, CompileEngineOptions options);
+  absl::StatusOr<KernelHandle> DoCompile(const CompileRequest& request);
+  // Local tier, then remote if configured. NotFound on a miss.
+  absl::StatusOr<KernelHandle> Fetch(const cache::Digest& digest,
+                                     bool record_use);
+  void RunFlight(std::shared_ptr<Flight> flight);
+  void WorkerLoop();
+  // Marks `flight` done with `result` (if not done yet) and unlists it.
+  void Finish(const std::shared_ptr<Flight>& flight,
+              absl::StatusOr<KernelHandle> result)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  cache::Cache* const cache_;
+  const CompileEngineOptions options_;
+
+  absl::Mutex shutdown_mu_;  // one Shutdown() at a time
+  mutable absl::Mutex mu_;
+  bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
+  absl::flat_hash_map<std::string, std::shared_ptr<Flight>> flights_
+      ABSL_GUARDED_BY(mu_);
+  std::deque<std::shared_ptr<Flight>> queue_ ABSL_GUARDED_BY(mu_);
+  int64_t pending_jobs_ ABSL_GUARDED_BY(mu_) = 0;  // queued + running
+  int64_t running_ ABSL_GUARDED_BY(mu_) = 0;
+  EngineStats stats_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace kiln::server
+
+#endif  // KILN_SERVER_ENGINE_COMPILE_ENGINE_H_

@@ -1,0 +1,373 @@
+// CompileEngine: cache hits, single-flight compiles, the worker pool's bound,
+// errors, deadlines and shutdown. Each test has its own cache directory.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/synchronization/barrier.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "cache/cache.h"
+#include "server/engine/compile_engine.h"
+#include "tests/support/subprocess.h"
+
+namespace kiln::server {
+namespace {
+
+constexpr char kScale[] = R"(
+kernel scale(X: f32[N], Y: f32[N], a: f32)
+  tune B in [64, 128]
+  grid(ceildiv(N, B)) threads(32) (bx) {
+  alloc fragment T: f32[B]
+  copy X[bx * B:+B] -> T
+  parallel (i) in (B) {
+    T[i] = T[i] * a
+  }
+  copy T -> Y[bx * B:+B]
+}
+)";
+
+CompileRequest Request(int64_t b = 64) {
+  CompileRequest r;
+  r.ir_text = kScale;
+  r.bindings = {{"B", b}};
+  r.filename = "scale.tile";
+  return r;
+}
+
+// The scale kernel under another name: a different binary key.
+CompileRequest Renamed(int i) {
+  CompileRequest r = Request();
+  std::string text = kScale;
+  text.replace(text.find("scale("), 5, "scale" + std::to_string(i));
+  r.ir_text = text;
+  return r;
+}
+
+// A fake compiler that sleeps, counting calls and the most running at once.
+struct FakeCompiler {
+  absl::Duration delay = absl::Milliseconds(100);
+  std::atomic<int> calls{0};
+  std::atomic<int> running{0};
+  std::atomic<int> peak{0};
+
+  std::function<absl::StatusOr<compiler::CompiledKernel>(
+      std::string_view, const compiler::CompileOptions&)>
+  Fn() {
+    return [this](std::string_view, const compiler::CompileOptions& o)
+               -> absl::StatusOr<compiler::CompiledKernel> {
+      ++calls;
+      int now = ++running;
+      int prev = peak.load();
+      while (now > prev && !peak.compare_exchange_weak(prev, now)) {
+      }
+      absl::SleepFor(delay);
+      --running;
+      compiler::CompiledKernel k;
+      k.name = "scale";
+      k.target = o.target;
+      k.binary = "fake binary";
+      k.metadata = "fake metadata";
+      return k;
+    };
+  }
+};
+
+class EngineTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    cache::LocalStoreOptions local;
+    local.fsync = false;
+    auto c = cache::Cache::Open(dir_.File("cache"), local, nullptr);
+    ASSERT_TRUE(c.ok()) << c.status();
+    cache_ = std::move(*c);
+  }
+
+  std::unique_ptr<CompileEngine> Engine(CompileEngineOptions options = {}) {
+    auto e = CompileEngine::Create(cache_.get(), std::move(options));
+    EXPECT_TRUE(e.ok()) << e.status();
+    return e.ok() ? std::move(*e) : nullptr;
+  }
+
+  testing::TempDir dir_;
+  std::unique_ptr<cache::Cache> cache_;
+};
+
+TEST_F(EngineTest, CompilesThenHitsTheLocalCache) {
+  auto engine = Engine();
+  auto first = engine->Compile(Request());
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->tier, "compiled");
+  EXPECT_EQ(first->binary.substr(0, 4),
+            "\x7f"
+            "ELF");
+  EXPECT_NE(first->metadata.find("kiln-kernel 1"), std::string::npos);
+  EXPECT_EQ(first->key.size(), 64u);
+  EXPECT_EQ(first->kernel_name, "scale");
+  EXPECT_EQ(first->target, "cpu");
+  EXPECT_GT(first->compile_ms, 0);
+  EXPECT_NE(first->compile_log.find("total_ms"), std::string::npos);
+
+  auto second = engine->Compile(Request());
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(second->tier, "local");
+  EXPECT_EQ(second->key, first->key);
+  EXPECT_EQ(second->binary, first->binary);
+  EXPECT_EQ(second->metadata, first->metadata);
+  EXPECT_EQ(second->compile_log, first->compile_log);
+  EXPECT_EQ(second->kernel_name, "scale");
+  EXPECT_EQ(second->compile_ms, 0);
+
+  EngineStats s = engine->Stats();
+  EXPECT_EQ(s.compiles, 1);
+  EXPECT_EQ(s.misses, 1);
+  EXPECT_EQ(s.hits, 1);
+  EXPECT_EQ(s.errors, 0);
+
+  EXPECT_EQ(engine->Lookup(first->key).value_or(false), true);
+  auto got = engine->Get(first->key);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->binary, first->binary);
+  EXPECT_EQ(got->tier, "local");
+
+  std::string absent(64, '0');
+  EXPECT_EQ(engine->Lookup(absent).value_or(true), false);
+  EXPECT_EQ(engine->Get(absent).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(engine->Lookup("not-a-key").status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(EngineTest, SixtyFourConcurrentRequestsCompileOnce) {
+  std::atomic<int> calls{0};
+  CompileEngineOptions options;
+  options.compile_fn = [&calls](std::string_view source,
+                                const compiler::CompileOptions& o) {
+    ++calls;
+    // Long enough for every thread to miss the cache and join, even on a
+    // loaded machine.
+    absl::SleepFor(absl::Milliseconds(200));
+    return compiler::Compile(source, o);
+  };
+  auto engine = Engine(options);
+  constexpr int kThreads = 64;
+  std::vector<absl::StatusOr<KernelHandle>> results(
+      kThreads, absl::UnknownError("not run"));
+  absl::Barrier* start = new absl::Barrier(kThreads);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&, i] {
+      if (start->Block()) delete start;
+      results[i] = engine->Compile(Request());
+    });
+  }
+  for (auto& t : threads) t.join();
+
+  EXPECT_EQ(calls.load(), 1);
+  EngineStats s = engine->Stats();
+  EXPECT_EQ(s.compiles, 1);
+  EXPECT_EQ(s.hits + s.misses, kThreads);
+  EXPECT_EQ(s.errors, 0);
+  EXPECT_GT(s.single_flight_joins, 0);
+  ASSERT_TRUE(results[0].ok()) << results[0].status();
+  for (const auto& r : results) {
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->key, results[0]->key);
+    EXPECT_EQ(r->binary, results[0]->binary);
+  }
+}
+
+TEST_F(EngineTest, ConcurrentRequestsShareOneError) {
+  std::atomic<int> calls{0};
+  CompileEngineOptions options;
+  options.compile_fn = [&calls](std::string_view,
+                                const compiler::CompileOptions&)
+      -> absl::StatusOr<compiler::CompiledKernel> {
+    ++calls;
+    absl::SleepFor(absl::Milliseconds(100));
+    return absl::UnimplementedError("op 'foo' has no CPU lowering");
+  };
+  auto engine = Engine(options);
+  std::vector<absl::Status> results(8);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 8; ++i) {
+    threads.emplace_back(
+        [&, i] { results[i] = engine->Compile(Request()).status(); });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(calls.load(), 1);
+  for (const auto& s : results) {
+    EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << s;
+    EXPECT_EQ(s, results[0]);
+  }
+  EXPECT_EQ(engine->Stats().errors, 8);
+  EXPECT_EQ(engine->Stats().compiles, 1);
+}
+
+TEST_F(EngineTest, DifferentKeysCompileInParallelUpToThePoolSize) {
+  FakeCompiler fake;
+  CompileEngineOptions options;
+  options.worker_threads = 2;
+  options.compile_fn = fake.Fn();
+  auto engine = Engine(options);
+  constexpr int kKernels = 5;
+  std::vector<absl::StatusOr<KernelHandle>> results(
+      kKernels, absl::UnknownError("not run"));
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kKernels; ++i) {
+    threads.emplace_back([&, i] { results[i] = engine->Compile(Renamed(i)); });
+  }
+  for (auto& t : threads) t.join();
+  std::vector<std::string> keys;
+  for (const auto& r : results) {
+    ASSERT_TRUE(r.ok()) << r.status();
+    keys.push_back(r->key);
+  }
+  std::sort(keys.begin(), keys.end());
+  EXPECT_EQ(std::unique(keys.begin(), keys.end()), keys.end());
+  EXPECT_EQ(fake.calls.load(), kKernels);
+  EXPECT_EQ(fake.peak.load(), 2);
+  EXPECT_EQ(engine->Stats().peak_running_compiles, 2);
+  EXPECT_EQ(engine->Stats().compiles, kKernels);
+}
+
+TEST_F(EngineTest, TooManyPendingCompilesIsResourceExhausted) {
+  FakeCompiler fake;
+  fake.delay = absl::Milliseconds(300);
+  CompileEngineOptions options;
+  options.worker_threads = 1;
+  options.max_queued_compiles = 1;
+  options.compile_fn = fake.Fn();
+  auto engine = Engine(options);
+  std::thread first([&] { EXPECT_TRUE(engine->Compile(Renamed(0)).ok()); });
+  while (engine->Stats().active_compiles == 0) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  EXPECT_EQ(engine->Compile(Renamed(1)).status().code(),
+            absl::StatusCode::kResourceExhausted);
+  first.join();
+  EXPECT_TRUE(engine->Compile(Renamed(1)).ok());
+}
+
+TEST_F(EngineTest, InvalidRequestsAreInvalidArgument) {
+  CompileEngineOptions options;
+  options.max_ir_bytes = 1000;
+  auto engine = Engine(options);
+
+  CompileRequest bad = Request();
+  bad.ir_text = "kernel k() grid(1) threads(1) (b) { copy X -> Y }";
+  bad.filename = "bad.tile";
+  auto b = engine->Compile(bad);
+  EXPECT_EQ(b.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(b.status().message().find("bad.tile:1:"), std::string::npos)
+      << b.status();
+
+  CompileRequest gpu = Request();
+  gpu.target = "sm_99";
+  auto g = engine->Compile(gpu);
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(g.status().message().find("unknown target 'sm_99'"),
+            std::string::npos)
+      << g.status();
+
+  CompileRequest missing = Request();
+  missing.bindings.clear();
+  auto m = engine->Compile(missing);
+  EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(m.status().message().find("tunable 'B'"), std::string::npos)
+      << m.status();
+
+  CompileRequest big = Request();
+  big.ir_text += std::string(1000, '\n');
+  auto o = engine->Compile(big);
+  EXPECT_EQ(o.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(o.status().message().find("limit is 1000"), std::string::npos)
+      << o.status();
+
+  EngineStats s = engine->Stats();
+  EXPECT_EQ(s.errors, 4);
+  // Only the missing tunable gets past compiler::BinaryKey (the passes
+  // find it); the others never reach the pool.
+  EXPECT_EQ(s.compiles, 1);
+  EXPECT_EQ(s.misses, 1);
+}
+
+TEST_F(EngineTest, ExpiredDeadlineIsDeadlineExceeded) {
+  auto engine = Engine();
+  CompileRequest r = Request();
+  r.deadline = absl::Now() - absl::Seconds(1);
+  EXPECT_EQ(engine->Compile(r).status().code(),
+            absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(engine->Stats().deadline_exceeded, 1);
+  EXPECT_EQ(engine->Stats().compiles, 0);
+}
+
+TEST_F(EngineTest, ADeadlineDoesNotCancelTheSharedCompile) {
+  FakeCompiler fake;
+  fake.delay = absl::Milliseconds(300);
+  CompileEngineOptions options;
+  options.compile_fn = fake.Fn();
+  auto engine = Engine(options);
+  absl::StatusOr<KernelHandle> patient = absl::UnknownError("not run");
+  std::thread t([&] { patient = engine->Compile(Request()); });
+  while (engine->Stats().active_compiles == 0) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  CompileRequest hurried = Request();
+  hurried.deadline = absl::Now() + absl::Milliseconds(50);
+  EXPECT_EQ(engine->Compile(hurried).status().code(),
+            absl::StatusCode::kDeadlineExceeded);
+  t.join();
+  ASSERT_TRUE(patient.ok()) << patient.status();
+  EXPECT_EQ(patient->binary, "fake binary");
+  EXPECT_EQ(fake.calls.load(), 1);
+  EXPECT_EQ(engine->Stats().single_flight_joins, 1);
+}
+
+TEST_F(EngineTest, CompileTimeLimitFailsAllWaiters) {
+  FakeCompiler fake;
+  fake.delay = absl::Milliseconds(300);
+  CompileEngineOptions options;
+  options.compile_fn = fake.Fn();
+  options.compile_time_limit = absl::Milliseconds(50);
+  auto engine = Engine(options);
+  auto r = engine->Compile(Request());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded)
+      << r.status();
+  EXPECT_NE(r.status().message().find("time limit"), std::string::npos);
+  engine->Shutdown();  // waits for the runaway compile, which is stored
+  auto key = compiler::BinaryKey(kScale, [] {
+    compiler::CompileOptions o;
+    o.bindings = {{"B", 64}};
+    return o;
+  }());
+  ASSERT_TRUE(key.ok());
+  EXPECT_EQ(engine->Lookup(*key).value_or(false), true);
+}
+
+TEST_F(EngineTest, ShutdownDrainsThenRefuses) {
+  FakeCompiler fake;
+  fake.delay = absl::Milliseconds(200);
+  CompileEngineOptions options;
+  options.compile_fn = fake.Fn();
+  auto engine = Engine(options);
+  absl::StatusOr<KernelHandle> in_flight = absl::UnknownError("not run");
+  std::thread t([&] { in_flight = engine->Compile(Request()); });
+  while (engine->Stats().active_compiles == 0) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  engine->Shutdown();
+  EXPECT_EQ(engine->Stats().active_compiles, 0);
+  t.join();
+  EXPECT_TRUE(in_flight.ok()) << in_flight.status();
+  auto after = engine->Compile(Request());
+  EXPECT_EQ(after.status().code(), absl::StatusCode::kUnavailable);
+  engine->Shutdown();  // idempotent
+}
+
+}  // namespace
+}  // namespace kiln::server
