@@ -6,6 +6,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "runtime/shared_library.h"
 #include "spdlog/spdlog.h"
 
@@ -78,11 +79,14 @@ HostCapabilities ProbeHostCapabilities() {
   caps.server_version = ServerVersion();
   caps.targets.push_back({"cpu", Target::Kind::kCpu});
 
+  // Only targets the compiler can build for are advertised. The CUDA back
+  // end has not landed yet, so NVRTC's architectures are reported as a
+  // toolchain fact ("nvrtc_archs"), not as targets a client may request.
   if (absl::StatusOr<NvrtcInfo> nvrtc = ProbeNvrtc(); nvrtc.ok()) {
     caps.toolchain_versions["nvrtc"] = nvrtc->version;
-    for (int arch : nvrtc->archs) {
-      caps.targets.push_back({absl::StrCat("sm_", arch), Target::Kind::kCuda});
-    }
+    std::vector<std::string> archs;
+    for (int arch : nvrtc->archs) archs.push_back(absl::StrCat("sm_", arch));
+    caps.toolchain_versions["nvrtc_archs"] = absl::StrJoin(archs, ",");
   } else {
     spdlog::debug("no CUDA targets: {}", nvrtc.status().ToString());
   }

@@ -43,9 +43,10 @@ absl::StatusOr<NvrtcInfo> ProbeNvrtc();
 // no driver (no NVIDIA GPU, or a container without one mapped in).
 absl::StatusOr<std::string> ProbeCudaDriverVersion();
 
-// The CPU target always; a CUDA target per NVRTC architecture when NVRTC is
-// present; the toolchain versions that were found. Never fails: an absent
-// toolchain only removes its targets. Logs what it found at debug level.
+// The targets this build can compile for (the CPU today; CUDA targets join
+// with the CUDA back end) and the toolchain versions that were found (with
+// NVRTC's architectures as "nvrtc_archs"). Never fails: an absent toolchain
+// is only missing from the map. Logs what it found at debug level.
 HostCapabilities ProbeHostCapabilities();
 
 }  // namespace kiln::server
