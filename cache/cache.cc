@@ -40,13 +40,16 @@ Cache::~Cache() {
   }
 }
 
-absl::StatusOr<Entry> Cache::Get(const Digest& key) {
-  absl::StatusOr<Entry> local = local_->Get(key);
+absl::StatusOr<Entry> Cache::Get(const Digest& key, bool record_use,
+                                 Tier* answered) {
+  absl::StatusOr<Entry> local = local_->Get(key, record_use);
+  if (answered != nullptr) *answered = Tier::kLocal;
   if (local.ok() || !absl::IsNotFound(local.status()) || remote_ == nullptr) {
     return local;
   }
   std::optional<RemoteEntry> remote = remote_->Get(key);
   if (!remote) return local;
+  if (answered != nullptr) *answered = Tier::kRemote;
   EntryData data{std::move(remote->metadata), std::move(remote->blobs)};
   absl::Status backfill = local_->Put(key, data);
   if (backfill.ok()) {

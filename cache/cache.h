@@ -45,9 +45,14 @@ class Cache {
   // Sends the queued remote puts first (see RemoteTier::Flush).
   ~Cache();
 
+  // Which tier answered a Get.
+  enum class Tier { kLocal, kRemote };
+
   // Local hit, else remote hit (backfilled locally), else NotFound. Only
-  // local I/O problems are errors.
-  absl::StatusOr<Entry> Get(const Digest& key);
+  // local I/O problems are errors. `record_use` as LocalStore::Get; when
+  // `answered` is not null it is set to the tier of a hit.
+  absl::StatusOr<Entry> Get(const Digest& key, bool record_use = true,
+                            Tier* answered = nullptr);
 
   // Stores locally (errors as LocalStore::Put) and queues the remote put.
   absl::Status Put(const Digest& key, const EntryData& data);

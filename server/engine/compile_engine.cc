@@ -283,16 +283,11 @@ void CompileEngine::RunFlight(std::shared_ptr<Flight> flight) {
 
 absl::StatusOr<KernelHandle> CompileEngine::Fetch(const cache::Digest& digest,
                                                   bool record_use) {
-  absl::StatusOr<cache::Entry> entry = cache_->local().Get(digest, record_use);
-  if (entry.ok()) return HandleFromEntry(*entry, "local");
-  if (!absl::IsNotFound(entry.status()) || cache_->remote() == nullptr) {
-    return entry.status();
-  }
-  // Looks in the local tier again (counted as a second local miss), then the
-  // remote tier, backfilling the local one.
-  entry = cache_->Get(digest);
+  cache::Cache::Tier tier = cache::Cache::Tier::kLocal;
+  absl::StatusOr<cache::Entry> entry = cache_->Get(digest, record_use, &tier);
   if (!entry.ok()) return entry.status();
-  return HandleFromEntry(*entry, "remote");
+  return HandleFromEntry(
+      *entry, tier == cache::Cache::Tier::kRemote ? "remote" : "local");
 }
 
 absl::StatusOr<bool> CompileEngine::Lookup(std::string_view key) {

@@ -132,15 +132,18 @@ TEST_F(RedisTest, RemoteHitAfterLocalMissIsBackfilled) {
   EXPECT_EQ(writer->remote()->Counters()[kRemotePuts], 1);
 
   EXPECT_TRUE(absl::IsNotFound(reader->local().Stat(KeyFor(1)).status()));
-  absl::StatusOr<Entry> got = reader->Get(KeyFor(1));
+  Cache::Tier tier = Cache::Tier::kLocal;
+  absl::StatusOr<Entry> got = reader->Get(KeyFor(1), true, &tier);
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_TRUE(MatchesEntry(*got, 1, 50000));
+  EXPECT_EQ(tier, Cache::Tier::kRemote);
   EXPECT_EQ(reader->remote()->Counters()[kRemoteHits], 1);
   // Backfilled: now a local hit, no second remote read.
   absl::StatusOr<Entry> local = reader->local().Get(KeyFor(1));
   ASSERT_TRUE(local.ok());
   EXPECT_TRUE(MatchesEntry(*local, 1, 50000));
-  ASSERT_TRUE(reader->Get(KeyFor(1)).ok());
+  ASSERT_TRUE(reader->Get(KeyFor(1), true, &tier).ok());
+  EXPECT_EQ(tier, Cache::Tier::kLocal);
   EXPECT_EQ(reader->remote()->Counters()[kRemoteHits], 1);
   absl::StatusOr<StoreStats> stats = reader->local().Stats();
   EXPECT_EQ(stats->counters[kBackfills], 1);
