@@ -1,23 +1,16 @@
 #!/usr/bin/env bash
 # deploy.config: kilnd accepts deploy/kilnd.toml.example (and its commented-out
-# keys), starts with it and answers `kiln status`; the config embedded in the
-# Kubernetes ConfigMap too (when PyYAML is there to extract it); a key kilnd
-# does not know is refused (so that the checks above mean something).
+# keys), starts with it and answers `kiln status`; so does the config embedded
+# in the Kubernetes ConfigMap; a key kilnd does not know is refused (so that
+# the checks above mean something).
 # Usage: check_config.sh KILND KILN REPO_ROOT
 set -euo pipefail
 kilnd=$1 kiln=$2 root=$3
 example="$root/deploy/kilnd.toml.example"
 
-tmp=$(mktemp -d /tmp/kiln-deploy.XXXXXX)
-pid=""
-cleanup() {
-  if [ -n "$pid" ]; then kill -KILL "$pid" 2>/dev/null || true; fi
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-export GRPC_CLIENT_CHANNEL_BACKUP_POLL_INTERVAL_MS=100
-
-fail() { echo "FAIL: $*" >&2; exit 1; }
+# shellcheck source=../support/kilnd_test_lib.sh
+source "$(dirname "$0")/../support/kilnd_test_lib.sh"
+kiln_test_setup deploy
 
 # start_and_query NAME CONFIG: kilnd with CONFIG (socket and cache moved into
 # $tmp on the command line, which wins over the file), `kiln status`, SIGTERM.
@@ -25,22 +18,13 @@ start_and_query() {
   local name=$1 config=$2
   local sock="$tmp/$name/run/kilnd.sock" log="$tmp/$name.log"
   mkdir -p "$tmp/$name"
-  "$kilnd" --config "$config" --socket "$sock" --cache-dir "$tmp/$name/cache" \
-    2>"$log" &
-  pid=$!
-  for _ in $(seq 1 200); do
-    grep -q "listening on" "$log" && break
-    kill -0 "$pid" 2>/dev/null || { cat "$log" >&2; fail "$name: kilnd exited"; }
-    sleep 0.1
-  done
-  grep -q "listening on" "$log" || { cat "$log" >&2; fail "$name: kilnd did not start"; }
+  start_kilnd "$log" "$kilnd" --config "$config" --socket "$sock" \
+    --cache-dir "$tmp/$name/cache"
   local out
   out=$("$kiln" status --address "unix:$sock") ||
     { cat "$log" >&2; fail "$name: kiln status failed"; }
   grep -q ": serving" <<<"$out" || fail "$name: unexpected status: $out"
-  kill -TERM "$pid"
-  wait "$pid" || { cat "$log" >&2; fail "$name: kilnd exited $? on SIGTERM"; }
-  pid=""
+  stop_kilnd "$log"
   echo "ok: $name: $(head -1 <<<"$out")"
 }
 
@@ -67,18 +51,19 @@ for key in $("$kilnd" --help | grep -o -- '--[a-z][a-z-]*' | sed 's/^--//' |
 done
 echo "ok: every kilnd flag is a key of the example"
 
-# 4. The ConfigMap's kilnd.toml of the DaemonSet.
-if python3 -c 'import yaml' 2>/dev/null; then
-  python3 - "$root/deploy/k8s/kilnd-daemonset.yaml" >"$tmp/configmap.toml" <<'PY'
+# 4. The ConfigMap's kilnd.toml of the DaemonSet. Extracted with Debian's
+#    python3, which deploy/install-deps.sh gives PyYAML (python3-yaml).
+py=/usr/bin/python3
+[ -x "$py" ] || py=$(command -v python3)
+"$py" -c 'import yaml' 2>/dev/null ||
+  fail "PyYAML is missing for $py (deploy/install-deps.sh installs python3-yaml)"
+"$py" - "$root/deploy/k8s/kilnd-daemonset.yaml" >"$tmp/configmap.toml" <<'PY'
 import sys, yaml
 docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
 (cm,) = [d for d in docs if d["kind"] == "ConfigMap"]
 sys.stdout.write(cm["data"]["kilnd.toml"])
 PY
-  start_and_query configmap "$tmp/configmap.toml"
-else
-  echo "skipped: the DaemonSet's ConfigMap (no PyYAML to extract it)"
-fi
+start_and_query configmap "$tmp/configmap.toml"
 
 # 5. An unknown key is refused (exit 2, naming it).
 { cat "$example"; echo 'redis-url = "redis://localhost:6379"'; } >"$tmp/bad.toml"

@@ -9,15 +9,9 @@ set -euo pipefail
 build=$1 cxx=$2 generator=$3
 here=$(cd "$(dirname "$0")" && pwd)
 
-tmp=$(mktemp -d /tmp/kiln-install.XXXXXX)
-pid=""
-cleanup() {
-  if [ -n "$pid" ]; then kill -KILL "$pid" 2>/dev/null || true; fi
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-export GRPC_CLIENT_CHANNEL_BACKUP_POLL_INTERVAL_MS=100
-fail() { echo "FAIL: $*" >&2; exit 1; }
+# shellcheck source=../support/kilnd_test_lib.sh
+source "$here/../support/kilnd_test_lib.sh"
+kiln_test_setup install
 
 prefix="$tmp/prefix"
 cmake --install "$build" --prefix "$prefix" >"$tmp/install.log" ||
@@ -57,17 +51,10 @@ export PKG_CONFIG_PATH="$pc_dir${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
 
 # 3. Both against the installed kilnd.
 sock="$tmp/run/kilnd.sock"
-"$prefix/bin/kilnd" --socket "$sock" --cache-dir "$tmp/cache" 2>"$tmp/kilnd.log" &
-pid=$!
-for _ in $(seq 1 200); do
-  grep -q "listening on" "$tmp/kilnd.log" && break
-  kill -0 "$pid" 2>/dev/null || { cat "$tmp/kilnd.log" >&2; fail "kilnd exited"; }
-  sleep 0.1
-done
+start_kilnd "$tmp/kilnd.log" "$prefix/bin/kilnd" --socket "$sock" \
+  --cache-dir "$tmp/cache"
 "$tmp/example/kiln_example" "unix:$sock" || fail "example (CMake build) vs kilnd"
 "$tmp/example_pc" "unix:$sock" || fail "example (pkg-config build) vs kilnd"
 "$prefix/bin/kiln" status --address "unix:$sock" || fail "installed kiln status"
-kill -TERM "$pid"
-wait "$pid" || fail "kilnd exited $? on SIGTERM"
-pid=""
+stop_kilnd "$tmp/kilnd.log"
 echo "ok: installed client, kiln and kilnd work together"
