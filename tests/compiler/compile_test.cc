@@ -4,21 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/support/test_kernels.h"
+
 namespace kiln::compiler {
 namespace {
 
-constexpr char kScale[] = R"(
-kernel scale(X: f32[N], Y: f32[N], a: f32)
-  tune B in [64, 128]
-  grid(ceildiv(N, B)) threads(32) (bx) {
-  alloc fragment T: f32[B]
-  copy X[bx * B:+B] -> T
-  parallel (i) in (B) {
-    T[i] = T[i] * a
-  }
-  copy T -> Y[bx * B:+B]
-}
-)";
+constexpr const char* kScale = ::kiln::testing::kScaleKernel;
 
 CompileOptions Options(int64_t b) {
   CompileOptions o;

@@ -15,22 +15,12 @@
 #include "cache/cache.h"
 #include "server/engine/compile_engine.h"
 #include "tests/support/subprocess.h"
+#include "tests/support/test_kernels.h"
 
 namespace kiln::server {
 namespace {
 
-constexpr char kScale[] = R"(
-kernel scale(X: f32[N], Y: f32[N], a: f32)
-  tune B in [64, 128]
-  grid(ceildiv(N, B)) threads(32) (bx) {
-  alloc fragment T: f32[B]
-  copy X[bx * B:+B] -> T
-  parallel (i) in (B) {
-    T[i] = T[i] * a
-  }
-  copy T -> Y[bx * B:+B]
-}
-)";
+constexpr const char* kScale = ::kiln::testing::kScaleKernel;
 
 CompileRequest Request(int64_t b = 64) {
   CompileRequest r;
@@ -47,6 +37,13 @@ CompileRequest Renamed(int i) {
   text.replace(text.find("scale("), 5, "scale" + std::to_string(i));
   r.ir_text = text;
   return r;
+}
+
+// Returns once a compile is running on the engine's pool.
+void WaitUntilCompiling(CompileEngine& engine) {
+  while (engine.Stats().active_compiles == 0) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
 }
 
 // A fake compiler that sleeps, counting calls and the most running at once.
@@ -244,9 +241,7 @@ TEST_F(EngineTest, TooManyPendingCompilesIsResourceExhausted) {
   options.compile_fn = fake.Fn();
   auto engine = Engine(options);
   std::thread first([&] { EXPECT_TRUE(engine->Compile(Renamed(0)).ok()); });
-  while (engine->Stats().active_compiles == 0) {
-    absl::SleepFor(absl::Milliseconds(1));
-  }
+  WaitUntilCompiling(*engine);
   EXPECT_EQ(engine->Compile(Renamed(1)).status().code(),
             absl::StatusCode::kResourceExhausted);
   first.join();
@@ -314,9 +309,7 @@ TEST_F(EngineTest, ADeadlineDoesNotCancelTheSharedCompile) {
   auto engine = Engine(options);
   absl::StatusOr<KernelHandle> patient = absl::UnknownError("not run");
   std::thread t([&] { patient = engine->Compile(Request()); });
-  while (engine->Stats().active_compiles == 0) {
-    absl::SleepFor(absl::Milliseconds(1));
-  }
+  WaitUntilCompiling(*engine);
   CompileRequest hurried = Request();
   hurried.deadline = absl::Now() + absl::Milliseconds(50);
   EXPECT_EQ(engine->Compile(hurried).status().code(),
@@ -357,9 +350,7 @@ TEST_F(EngineTest, ShutdownDrainsThenRefuses) {
   auto engine = Engine(options);
   absl::StatusOr<KernelHandle> in_flight = absl::UnknownError("not run");
   std::thread t([&] { in_flight = engine->Compile(Request()); });
-  while (engine->Stats().active_compiles == 0) {
-    absl::SleepFor(absl::Milliseconds(1));
-  }
+  WaitUntilCompiling(*engine);
   engine->Shutdown();
   EXPECT_EQ(engine->Stats().active_compiles, 0);
   t.join();
