@@ -9,6 +9,7 @@
 #include "compiler/ir/parser.h"
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 
 #include "compiler/ir/format.h"
@@ -296,6 +297,14 @@ GemmStmt Parser::ParseGemm() {
   return g;
 }
 
+std::optional<bool> Parser::AcceptBoolOption(std::string_view name) {
+  if (!IsPunct(",") || !IsWord(name, 1)) return std::nullopt;
+  Take();
+  Take();
+  ExpectPunct("=");
+  return ExpectBoolWord();
+}
+
 int64_t Parser::ParseDimArg() {
   ExpectPunct(",");
   ExpectWord("dim");
@@ -321,12 +330,7 @@ ReduceStmt Parser::ParseReduce() {
   ExpectPunct("->");
   r.dst = ParseRegion();
   r.dim = ParseDimArg();
-  if (IsPunct(",") && IsWord("clear", 1)) {
-    Take();
-    Take();
-    ExpectPunct("=");
-    r.clear = ExpectBoolWord();
-  }
+  if (auto v = AcceptBoolOption("clear")) r.clear = *v;
   return r;
 }
 
@@ -336,12 +340,7 @@ CumsumStmt Parser::ParseCumsum() {
   ExpectPunct("->");
   c.dst = ParseRegion();
   c.dim = ParseDimArg();
-  if (IsPunct(",") && IsWord("reverse", 1)) {
-    Take();
-    Take();
-    ExpectPunct("=");
-    c.reverse = ExpectBoolWord();
-  }
+  if (auto v = AcceptBoolOption("reverse")) c.reverse = *v;
   return c;
 }
 

@@ -3,6 +3,7 @@
 #ifndef KILN_COMPILER_IR_PARSER_INTERNAL_H_
 #define KILN_COMPILER_IR_PARSER_INTERNAL_H_
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -155,6 +156,9 @@ class Parser {
   GemmStmt ParseGemm();
 
   // `, dim=D` shared by reduce and cumsum.
+  // `, NAME=true|false` after a statement (reduce's clear, cumsum's
+  // reverse): the value, or nullopt when the option is absent.
+  std::optional<bool> AcceptBoolOption(std::string_view name);
   int64_t ParseDimArg();
 
   ReduceStmt ParseReduce();
