@@ -150,7 +150,7 @@ absl::StatusOr<KernelHandle> CompileEngine::DoCompile(
                                             digest.status().message()));
   }
 
-  absl::StatusOr<KernelHandle> hit = Fetch(*digest, /*record_use=*/true);
+  absl::StatusOr<KernelHandle> hit = Fetch(*digest);
   if (hit.ok()) {
     absl::MutexLock lock(&mu_);
     ++stats_.hits;
@@ -235,9 +235,15 @@ void CompileEngine::WorkerLoop() {
 
 void CompileEngine::RunFlight(std::shared_ptr<Flight> flight) {
   // A request that missed the cache just before another compile of the same
-  // key stored it starts a new flight; serve that from the cache.
-  absl::StatusOr<KernelHandle> result =
-      Fetch(flight->digest, /*record_use=*/false);
+  // key stored it starts a new flight; serve that from the local store. (The
+  // remote tier was asked moments ago by the request itself: asking it again
+  // would only add a round trip to every miss.)
+  absl::StatusOr<KernelHandle> result = absl::NotFoundError("not cached");
+  if (absl::StatusOr<cache::Entry> stored =
+          cache_->local().Get(flight->digest, /*record_use=*/false);
+      stored.ok()) {
+    result = HandleFromEntry(*stored, "local");
+  }
   if (!result.ok()) {
     {
       absl::MutexLock lock(&mu_);
@@ -281,10 +287,10 @@ void CompileEngine::RunFlight(std::shared_ptr<Flight> flight) {
   Finish(flight, std::move(result));
 }
 
-absl::StatusOr<KernelHandle> CompileEngine::Fetch(const cache::Digest& digest,
-                                                  bool record_use) {
+absl::StatusOr<KernelHandle> CompileEngine::Fetch(const cache::Digest& digest) {
   cache::Cache::Tier tier = cache::Cache::Tier::kLocal;
-  absl::StatusOr<cache::Entry> entry = cache_->Get(digest, record_use, &tier);
+  absl::StatusOr<cache::Entry> entry =
+      cache_->Get(digest, /*record_use=*/true, &tier);
   if (!entry.ok()) return entry.status();
   return HandleFromEntry(
       *entry, tier == cache::Cache::Tier::kRemote ? "remote" : "local");
@@ -302,7 +308,7 @@ absl::StatusOr<bool> CompileEngine::Lookup(std::string_view key) {
 absl::StatusOr<KernelHandle> CompileEngine::Get(std::string_view key) {
   absl::StatusOr<cache::Digest> digest = cache::Digest::Parse(AbslView(key));
   if (!digest.ok()) return digest.status();
-  return Fetch(*digest, /*record_use=*/true);
+  return Fetch(*digest);
 }
 
 }  // namespace kiln::server

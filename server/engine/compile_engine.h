@@ -149,8 +149,7 @@ class CompileEngine {
   CompileEngine(cache::Cache* cache, CompileEngineOptions options);
   absl::StatusOr<KernelHandle> DoCompile(const CompileRequest& request);
   // Local tier, then remote if configured. NotFound on a miss.
-  absl::StatusOr<KernelHandle> Fetch(const cache::Digest& digest,
-                                     bool record_use);
+  absl::StatusOr<KernelHandle> Fetch(const cache::Digest& digest);
   void RunFlight(std::shared_ptr<Flight> flight);
   void WorkerLoop();
   // Marks `flight` done with `result` (if not done yet) and unlists it.
