@@ -11,7 +11,7 @@ PACKAGES=(
   libsqlite3-dev libspdlog-dev libfmt-dev libcli11-dev
   libgtest-dev libgmock-dev
   libhiredis-dev libssl-dev libzstd-dev zlib1g-dev
-  redis-server
+  redis-server openssl
   clang clang-format libclang-rt-14-dev
   python3 python3-numpy python3-pytest python3-yaml
 )

@@ -4,6 +4,7 @@
 #ifndef KILN_SERVER_CAPABILITIES_H_
 #define KILN_SERVER_CAPABILITIES_H_
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -22,9 +23,20 @@ struct Target {
   bool operator==(const Target&) const = default;
 };
 
+// A GPU attached to the host.
+struct GpuInfo {
+  int index = 0;
+  std::string name;    // "NVIDIA H200"
+  std::string target;  // "sm_90a"
+  std::string sku;     // "NVIDIA-H200-132SM"
+  int multiprocessors = 0;
+  uint64_t memory_bytes = 0;
+};
+
 struct HostCapabilities {
   std::string server_version;
   std::vector<Target> targets;  // "cpu" first, then GPU archs by number
+  std::vector<GpuInfo> gpus;    // in device order
   std::map<std::string, std::string> toolchain_versions;  // "nvrtc" -> "12.2"
 };
 

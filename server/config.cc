@@ -26,11 +26,59 @@ void AddServerFlags(CLI::App& app, ServerConfig* config) {
       ->capture_default_str();
   app.add_option("--listen-tcp", config->listen_tcp,
                  "Also listen on TCP at HOST:PORT (PORT 0 picks a free one). "
-                 "No TLS yet: only a loopback HOST, and only with "
+                 "Needs TLS (--tls-cert/--tls-key) or a bearer token "
+                 "(--auth-token-file), or a loopback HOST with "
                  "--insecure-loopback");
   app.add_flag("--insecure-loopback", config->insecure_loopback,
                "Accept plaintext TCP on a loopback address: any local user "
                "can then reach kilnd");
+  app.add_option("--tls-cert", config->tls_cert,
+                 "PEM file of the TCP listener's certificate chain")
+      ->check(CLI::ExistingFile);
+  app.add_option("--tls-key", config->tls_key,
+                 "PEM file of the TCP listener's private key")
+      ->check(CLI::ExistingFile);
+  app.add_option("--tls-client-ca", config->tls_client_ca,
+                 "PEM file of the CA that signs client certificates: TCP "
+                 "clients must then present one (mutual TLS)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--auth-token-file", config->auth_token_file,
+                 "File holding the bearer token every TCP call must carry "
+                 "(authorization: Bearer TOKEN)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--compile-workers", config->compile_workers,
+                 "Compile worker threads (0: one per core)")
+      ->check(CLI::Range(0, 1024))
+      ->capture_default_str();
+  app.add_option("--max-queued-compiles", config->max_queued_compiles,
+                 "Distinct compiles queued or running at once; more are "
+                 "refused with RESOURCE_EXHAUSTED")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--compile-timeout", config->compile_timeout_s,
+                 "Seconds a compile may take before it fails with "
+                 "DEADLINE_EXCEEDED")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--max-request-bytes", config->max_request_bytes,
+                 "Largest request accepted, in bytes")
+      ->check(CLI::Range(1024, 1 << 30))
+      ->capture_default_str();
+  app.add_option("--cache-max-mb", config->cache_max_mb,
+                 "Local cache size limit in MiB; least recently used kernels "
+                 "are evicted past it (0: no limit)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--redis-url", config->redis_url,
+                 "Shared cache tier: redis://HOST[:PORT][/DB] or "
+                 "redis+unix:///PATH (off when empty)");
+  app.add_option("--redis-secret-file", config->redis_secret_file,
+                 "File holding the cluster secret that signs shared entries "
+                 "(at least 16 bytes; needed with --redis-url)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--redis-namespace", config->redis_namespace,
+                 "Prefix of this cluster's keys in Redis")
+      ->capture_default_str();
   app.add_option("--cache-dir", config->cache_dir,
                  "Directory of the kernel cache (created)")
       ->capture_default_str();

@@ -5,6 +5,7 @@
 #ifndef KILN_SERVER_CONFIG_H_
 #define KILN_SERVER_CONFIG_H_
 
+#include <cstdint>
 #include <string>
 
 namespace CLI {
@@ -20,6 +21,34 @@ struct ServerConfig {
   std::string listen_tcp;
   // Accept plaintext TCP on a loopback address.
   bool insecure_loopback = false;
+  // TLS on the TCP listener: PEM files of the server's certificate chain
+  // and key; with tls_client_ca, clients must present a certificate it
+  // signed (mutual TLS).
+  std::string tls_cert;
+  std::string tls_key;
+  std::string tls_client_ca;
+  // A file holding the bearer token every TCP call must carry (the unix
+  // socket is guarded by its file mode instead). Surrounding whitespace is
+  // ignored.
+  std::string auth_token_file;
+  // Compile workers (0: one per core) and how many distinct compiles may be
+  // queued or running at once.
+  int compile_workers = 0;
+  int max_queued_compiles = 256;
+  // A compile running longer fails with DEADLINE_EXCEEDED.
+  double compile_timeout_s = 600;
+  // Largest request message accepted (bytes); larger ones get
+  // RESOURCE_EXHAUSTED from gRPC.
+  int max_request_bytes = 16 << 20;
+  // Local cache size limit in MiB (0: none); least recently used kernels
+  // are evicted past it.
+  int64_t cache_max_mb = 0;
+  // The shared remote tier: a Redis URL (redis://HOST:PORT/DB), the file
+  // holding the cluster secret used to sign entries (at least 16 bytes),
+  // and the key namespace. Off when redis_url is empty.
+  std::string redis_url;
+  std::string redis_secret_file;
+  std::string redis_namespace = "kiln";
   // Where the cache lives (default: cache/cache_dir.h).
   std::string cache_dir;
   std::string log_format = "text";  // "text" or "json"

@@ -7,16 +7,114 @@
 #include <grpcpp/server_builder.h>
 
 #include <chrono>
+#include <fstream>
+#include <sstream>
+#include <thread>
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "cache/cache.h"
 #include "server/capabilities.h"
+#include "server/engine/compile_engine.h"
 #include "server/kiln_service.h"
 #include "server/listen_address.h"
 #include "server/local_paths.h"
+#include "server/service_core.h"
 #include "spdlog/spdlog.h"
 
 namespace kiln::server {
+
+namespace {
+
+// The whole of a small file (a certificate, a key, a token).
+absl::StatusOr<std::string> ReadSmallFile(const std::string& path,
+                                          absl::string_view what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot read ", what, " file '", path, "'"));
+  }
+  std::ostringstream contents;
+  contents << in.rdbuf();
+  if (contents.str().size() > (1 << 20)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " file '", path, "' is larger than 1 MiB"));
+  }
+  return contents.str();
+}
+
+// The TCP listener's credentials: TLS when a certificate is configured.
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> TcpCredentials(
+    const ServerConfig& config) {
+  if (config.tls_cert.empty() != config.tls_key.empty()) {
+    return absl::InvalidArgumentError(
+        "--tls-cert and --tls-key must be given together");
+  }
+  if (config.tls_cert.empty()) {
+    if (!config.tls_client_ca.empty()) {
+      return absl::InvalidArgumentError(
+          "--tls-client-ca needs --tls-cert and --tls-key");
+    }
+    return grpc::InsecureServerCredentials();
+  }
+  grpc::SslServerCredentialsOptions options(
+      config.tls_client_ca.empty()
+          ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
+          : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+  grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
+  absl::StatusOr<std::string> cert =
+      ReadSmallFile(config.tls_cert, "TLS certificate");
+  if (!cert.ok()) return cert.status();
+  absl::StatusOr<std::string> key = ReadSmallFile(config.tls_key, "TLS key");
+  if (!key.ok()) return key.status();
+  pair.cert_chain = *std::move(cert);
+  pair.private_key = *std::move(key);
+  options.pem_key_cert_pairs.push_back(std::move(pair));
+  if (!config.tls_client_ca.empty()) {
+    absl::StatusOr<std::string> ca =
+        ReadSmallFile(config.tls_client_ca, "TLS client CA");
+    if (!ca.ok()) return ca.status();
+    options.pem_root_certs = *std::move(ca);
+  }
+  return grpc::SslServerCredentials(options);
+}
+
+absl::StatusOr<std::string> ReadToken(const std::string& path,
+                                      absl::string_view what, size_t min_size) {
+  absl::StatusOr<std::string> text = ReadSmallFile(path, what);
+  if (!text.ok()) return text.status();
+  std::string token(absl::StripAsciiWhitespace(*text));
+  if (token.size() < min_size) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, " in '", path, "' is shorter than ", min_size, " characters"));
+  }
+  return token;
+}
+
+absl::StatusOr<std::unique_ptr<cache::Cache>> OpenCache(
+    const ServerConfig& config) {
+  cache::CacheOptions options;
+  options.local.max_size = static_cast<uint64_t>(config.cache_max_mb) << 20;
+  if (!config.redis_url.empty()) {
+    if (config.redis_secret_file.empty()) {
+      return absl::InvalidArgumentError(
+          "--redis-url needs --redis-secret-file (the cluster secret that "
+          "signs shared entries)");
+    }
+    absl::StatusOr<std::string> secret =
+        ReadToken(config.redis_secret_file, "cluster secret", 16);
+    if (!secret.ok()) return secret.status();
+    cache::RemoteTierOptions remote;
+    remote.url = config.redis_url;
+    remote.secret = *std::move(secret);
+    remote.key_namespace = config.redis_namespace;
+    options.remote = std::move(remote);
+  }
+  return cache::Cache::Open(config.cache_dir, std::move(options));
+}
+
+}  // namespace
 
 Daemon::Daemon() = default;
 
@@ -25,14 +123,33 @@ Daemon::~Daemon() { Shutdown(absl::ZeroDuration()); }
 absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(
     const ServerConfig& config) {
   // Check every setting before touching anything shared.
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> tcp_credentials =
+      TcpCredentials(config);
+  if (!tcp_credentials.ok()) return tcp_credentials.status();
+  std::string bearer_token;
+  if (!config.auth_token_file.empty()) {
+    absl::StatusOr<std::string> token =
+        ReadToken(config.auth_token_file, "bearer token", 16);
+    if (!token.ok()) return token.status();
+    bearer_token = *std::move(token);
+  }
   std::optional<TcpAddress> tcp;
   if (!config.listen_tcp.empty()) {
     absl::StatusOr<TcpAddress> parsed = ParseTcpAddress(config.listen_tcp);
     if (!parsed.ok()) return parsed.status();
-    if (absl::Status status =
-            CheckPlaintextTcpAllowed(*parsed, config.insecure_loopback);
+    TcpSecurity security;
+    security.tls = !config.tls_cert.empty();
+    security.bearer_token = !bearer_token.empty();
+    security.insecure_loopback = config.insecure_loopback;
+    if (absl::Status status = CheckTcpSecurity(*parsed, security);
         !status.ok()) {
       return status;
+    }
+    if (!security.tls && !IsLoopbackHost(parsed->host)) {
+      spdlog::warn(
+          "TCP {} has a bearer token but no TLS: the token and kernels "
+          "cross the network in clear text",
+          parsed->ToString());
     }
     tcp = *parsed;
   }
@@ -47,19 +164,41 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(
   if (!claim.ok()) return claim.status();
   daemon->socket_.emplace(*std::move(claim));
 
+  absl::StatusOr<std::unique_ptr<cache::Cache>> cache = OpenCache(config);
+  if (!cache.ok()) return cache.status();
+  daemon->cache_ = *std::move(cache);
+  CompileEngineOptions engine_options;
+  engine_options.worker_threads =
+      config.compile_workers > 0
+          ? config.compile_workers
+          : std::max(1u, std::thread::hardware_concurrency());
+  engine_options.max_queued_compiles = config.max_queued_compiles;
+  engine_options.max_ir_bytes = static_cast<size_t>(config.max_request_bytes);
+  engine_options.compile_time_limit = absl::Seconds(config.compile_timeout_s);
+  absl::StatusOr<std::unique_ptr<CompileEngine>> engine =
+      CompileEngine::Create(daemon->cache_.get(), std::move(engine_options));
+  if (!engine.ok()) return engine.status();
+  daemon->engine_ = *std::move(engine);
+
   HostCapabilities capabilities = ProbeHostCapabilities();
-  daemon->service_ = std::make_unique<KilnService>(capabilities);
+  const std::string version = capabilities.server_version;
+  daemon->core_ = std::make_unique<ServiceCore>(daemon->engine_.get(),
+                                                std::move(capabilities));
+  daemon->service_ =
+      std::make_unique<KilnService>(daemon->core_.get(), bearer_token);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
+  builder.SetMaxReceiveMessageSize(config.max_request_bytes);
+  // Responses carry binaries: no limit beyond gRPC's own.
+  builder.SetMaxSendMessageSize(-1);
   int unix_port = 0;
   builder.AddListeningPort(daemon->socket_->GrpcAddress(),
                            grpc::InsecureServerCredentials(), &unix_port);
   int tcp_port = 0;
   if (tcp.has_value()) {
-    builder.AddListeningPort(tcp->ToString(), grpc::InsecureServerCredentials(),
-                             &tcp_port);
+    builder.AddListeningPort(tcp->ToString(), *tcp_credentials, &tcp_port);
   }
   builder.RegisterService(daemon->service_.get());
   daemon->server_ = builder.BuildAndStart();
@@ -84,8 +223,8 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(
     tcp->port = tcp_port;
     daemon->addresses_.push_back(tcp->ToString());
   }
-  spdlog::info("kilnd {} cache {}", capabilities.server_version,
-               config.cache_dir);
+  spdlog::info("kilnd {} cache {}{}", version, config.cache_dir,
+               config.redis_url.empty() ? "" : " with a shared Redis tier");
   for (const std::string& address : daemon->addresses_) {
     spdlog::info("listening on {}", address);
   }
@@ -101,6 +240,9 @@ void Daemon::Shutdown(absl::Duration grace) {
                       absl::ToChronoNanoseconds(grace));
     server_->Wait();
   }
+  // Compiles still running (their callers were cancelled) finish and are
+  // stored, so their work is not lost.
+  if (engine_ != nullptr) engine_->Shutdown();
   socket_.reset();
 }
 

@@ -18,9 +18,15 @@ namespace grpc {
 class Server;
 }  // namespace grpc
 
+namespace kiln::cache {
+class Cache;
+}  // namespace kiln::cache
+
 namespace kiln::server {
 
+class CompileEngine;
 class KilnService;
+class ServiceCore;
 
 class Daemon {
  public:
@@ -43,7 +49,8 @@ class Daemon {
   const std::vector<std::string>& addresses() const { return addresses_; }
 
   // Reports NOT_SERVING to health checks, stops accepting calls, lets
-  // in-flight calls run for up to `grace`, cancels the rest, and returns once
+  // in-flight calls run for up to `grace`, cancels the rest, waits for the
+  // compiles already running to finish and be stored, and returns once
   // the server has stopped. Idempotent. Connected clients are told to go away
   // and their acknowledgement is awaited (within `grace`): an idle gRPC
   // client may take up to its backup poll interval (5 s) to answer.
@@ -53,6 +60,10 @@ class Daemon {
   Daemon();
 
   std::optional<UnixSocketClaim> socket_;
+  // Destroyed bottom-up: the server first, the cache last.
+  std::unique_ptr<cache::Cache> cache_;
+  std::unique_ptr<CompileEngine> engine_;
+  std::unique_ptr<ServiceCore> core_;
   std::unique_ptr<KilnService> service_;
   std::unique_ptr<grpc::Server> server_;
   std::vector<std::string> addresses_;

@@ -65,20 +65,22 @@ bool IsLoopbackHost(absl::string_view host) {
   return false;
 }
 
-absl::Status CheckPlaintextTcpAllowed(const TcpAddress& address,
-                                      bool insecure_loopback) {
+absl::Status CheckTcpSecurity(const TcpAddress& address,
+                              const TcpSecurity& security) {
+  if (security.tls || security.bearer_token) return absl::OkStatus();
   if (!IsLoopbackHost(address.host)) {
     return absl::PermissionDeniedError(absl::StrCat(
         "refusing to listen on ", address.ToString(),
-        ": it is not a loopback address and kilnd has no TLS support yet; "
-        "use the unix socket, or a loopback address (127.0.0.1:PORT) with "
-        "--insecure-loopback"));
+        " without TLS or a bearer token: give --tls-cert and --tls-key "
+        "(and --tls-client-ca for client certificates), or --auth-token-file, "
+        "or use the unix socket"));
   }
-  if (!insecure_loopback) {
+  if (!security.insecure_loopback) {
     return absl::PermissionDeniedError(absl::StrCat(
         "refusing to listen on ", address.ToString(),
-        " without TLS: add --insecure-loopback to accept plaintext TCP from "
-        "every local user, or use the unix socket"));
+        " without TLS or a bearer token: give --tls-cert/--tls-key or "
+        "--auth-token-file, or add --insecure-loopback to accept plaintext "
+        "TCP from every local user, or use the unix socket"));
   }
   return absl::OkStatus();
 }

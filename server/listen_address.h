@@ -1,6 +1,6 @@
-// TCP listen addresses for kilnd: parsing `HOST:PORT` and the rule that,
-// until kilnd speaks TLS, it listens on TCP only on a loopback address and
-// only when the operator says --insecure-loopback.
+// TCP listen addresses for kilnd: parsing `HOST:PORT` and the rule that TCP
+// needs TLS or a bearer token, except on a loopback address when the
+// operator says --insecure-loopback.
 #ifndef KILN_SERVER_LISTEN_ADDRESS_H_
 #define KILN_SERVER_LISTEN_ADDRESS_H_
 
@@ -28,11 +28,18 @@ absl::StatusOr<TcpAddress> ParseTcpAddress(absl::string_view text);
 // IPv4-mapped ::ffff:127.x.y.z). False for names that would need DNS.
 bool IsLoopbackHost(absl::string_view host);
 
-// OK when kilnd may listen on `address` without TLS. PermissionDenied with a
-// message saying what to do otherwise: a non-loopback host is always refused
-// (no TLS yet), a loopback one needs `insecure_loopback`.
-absl::Status CheckPlaintextTcpAllowed(const TcpAddress& address,
-                                      bool insecure_loopback);
+// How a TCP listener is protected.
+struct TcpSecurity {
+  bool tls = false;           // server certificate (maybe client certs too)
+  bool bearer_token = false;  // every call must carry the token
+  bool insecure_loopback = false;  // the operator accepts plaintext
+};
+
+// OK when kilnd may listen on `address` with `security`: TLS or a bearer
+// token allow any address; otherwise only a loopback address, and only with
+// insecure_loopback. PermissionDenied saying what to do otherwise.
+absl::Status CheckTcpSecurity(const TcpAddress& address,
+                              const TcpSecurity& security);
 
 }  // namespace kiln::server
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "client/cli/commands.h"
+#include "client/cli/daemon_compile.h"
 #include "client/cli/source_file.h"
 #include "compiler/compile.h"
 #include "compiler/ir/parser.h"
@@ -25,6 +26,8 @@ struct CompileArgs {
   std::string output;
   std::string emit;
   bool print_ir_after_all = false;
+  std::string daemon;  // compile through this kilnd
+  bool local = false;  // never through a daemon
 };
 
 // NAME=VALUE pairs of -D; exits with a usage error on a malformed one.
@@ -61,13 +64,7 @@ void PrintSummary(const compiler::CompiledKernel& k) {
             << "binary   " << k.binary.size() << " bytes\n"
             << "toolchain " << k.toolchain << "\n";
   std::cout << "metadata\n";
-  size_t start = 0;
-  while (start < k.metadata.size()) {
-    size_t end = k.metadata.find('\n', start);
-    if (end == std::string::npos) end = k.metadata.size();
-    std::cout << "  " << k.metadata.substr(start, end - start) << "\n";
-    start = end + 1;
-  }
+  PrintIndented(k.metadata);
   std::cout << std::fixed << std::setprecision(1) << "time     "
             << k.timings.total_ms << " ms (parse+verify "
             << k.timings.parse_verify_ms << ", passes " << k.timings.passes_ms
@@ -82,6 +79,25 @@ void Run(const CompileArgs& args) {
   if (!text.ok()) {
     std::cerr << args.file << ": error: " << text.status().message() << "\n";
     Exit(kExitFailure);
+  }
+  // Through kilnd when one is running, unless the output needs the
+  // compiler's internals (generated code, IR dumps).
+  const bool needs_compiler = args.print_ir_after_all ||
+                              (!args.emit.empty() && args.emit != "metadata");
+  if (needs_compiler && !args.daemon.empty()) {
+    std::cerr << "kiln compile: error: --emit " << args.emit
+              << (args.print_ir_after_all ? " / --print-ir-after-all" : "")
+              << " compiles in process; drop --daemon\n";
+    Exit(kExitUsage);
+  }
+  if (!needs_compiler && !args.local) {
+    if (std::unique_ptr<client::Client> daemon =
+            DaemonForCompile(args.daemon)) {
+      CompileThroughDaemon(*daemon, *text, args.file, args.kernel, args.target,
+                           ParseDefines(args.defines), args.emit == "metadata",
+                           args.output);
+      return;
+    }
   }
   compiler::CompileOptions options;
   options.target = args.target;
@@ -121,7 +137,9 @@ void Run(const CompileArgs& args) {
 void RegisterCompileCommand(CLI::App& app) {
   auto args = std::make_shared<CompileArgs>();
   CLI::App* cmd = app.add_subcommand(
-      "compile", "Compile one kernel (no daemon needed) and report its key");
+      "compile",
+      "Compile one kernel (through kilnd when it runs, else in process) and "
+      "report its key");
   cmd->add_option("file", args->file, "Tile-IR file (.tile)")->required();
   cmd->add_option("--target", args->target, "Target: cpu")
       ->check(CLI::IsMember({"cpu"}));
@@ -137,6 +155,14 @@ void RegisterCompileCommand(CLI::App& app) {
       ->check(CLI::IsMember({"llvm", "source", "metadata"}));
   cmd->add_flag("--print-ir-after-all", args->print_ir_after_all,
                 "Print the kernel after every compiler pass");
+  cmd->add_option("--daemon", args->daemon,
+                  "Compile through the kilnd at this address (unix:PATH, "
+                  "/PATH or HOST:PORT). By default kiln compile uses the "
+                  "kilnd on the default socket when one is running, and "
+                  "compiles in process otherwise");
+  cmd->add_flag("--local", args->local,
+                "Compile in this process even when kilnd is running")
+      ->excludes("--daemon");
   cmd->callback([args] { Run(*args); });
 }
 

@@ -1,5 +1,6 @@
 // `kiln status`: whether a kilnd is running at an address, and what it can
-// do (version, targets, toolchains), through the thin client library.
+// do (version, targets, GPUs, toolchains) and how its cache is doing,
+// through the thin client library.
 #include <iostream>
 #include <map>
 #include <memory>
@@ -29,6 +30,23 @@ void PrintCapabilities(const std::string& target,
                     ? "none found"
                     : absl::StrJoin(toolchains, ", ", absl::PairFormatter(" ")))
             << "\n";
+  if (caps.gpus_size() == 0) std::cout << "gpus: none\n";
+  for (const kiln::v1::Gpu& gpu : caps.gpus()) {
+    std::cout << "gpu " << gpu.index() << ": " << gpu.name() << " ("
+              << gpu.target() << ", " << gpu.multiprocessors() << " SMs, "
+              << (gpu.memory_bytes() >> 30) << " GiB), sku " << gpu.sku()
+              << "\n";
+  }
+}
+
+void PrintStats(const kiln::v1::StatsResponse& stats) {
+  std::cout << "cache: " << stats.cache_entries() << " kernels, "
+            << (stats.cache_disk_bytes() >> 10) << " KiB on disk\n"
+            << "since start (" << static_cast<int64_t>(stats.uptime_seconds())
+            << " s): " << stats.hits() << " hits (" << stats.memory_hits()
+            << " from memory), " << stats.misses() << " misses, "
+            << stats.compiles() << " compiles, " << stats.errors()
+            << " errors, " << stats.active_compiles() << " compiling now\n";
 }
 
 }  // namespace
@@ -65,6 +83,12 @@ void RegisterStatusCommand(CLI::App& app) {
       Exit(kExitFailure);
     }
     PrintCapabilities((*client)->target(), *caps);
+    absl::StatusOr<kiln::v1::StatsResponse> stats = (*client)->Stats();
+    if (!stats.ok()) {
+      std::cerr << "kiln: Stats failed: " << stats.status().ToString() << "\n";
+      Exit(kExitFailure);
+    }
+    PrintStats(*stats);
   });
 }
 

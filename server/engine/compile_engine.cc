@@ -1,6 +1,7 @@
 #include "server/engine/compile_engine.h"
 
 #include <algorithm>
+#include <list>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -15,11 +16,50 @@ struct CompileEngine::Flight {
   std::string source;
   compiler::CompileOptions options;
   absl::Time limit;  // compile_time_limit after it was queued
+  int waiters = 0;   // requests waiting for it
+  bool started = false;
   bool done = false;
   absl::StatusOr<KernelHandle> result = absl::UnknownError("not finished");
 };
 
+// An LRU of handles by binary key, bounded in bytes, and a map from request
+// (MemoKey) to binary key so that a repeated request is answered without
+// parsing its program.
+struct CompileEngine::MemoryTier {
+  struct Item {
+    std::shared_ptr<const KernelHandle> handle;
+    std::list<std::string>::iterator lru;  // position in `order`
+  };
+  absl::Mutex mu;
+  size_t budget = 0;
+  size_t bytes ABSL_GUARDED_BY(mu) = 0;
+  std::list<std::string> order ABSL_GUARDED_BY(mu);  // most recent first
+  absl::flat_hash_map<std::string, Item> items ABSL_GUARDED_BY(mu);
+  absl::flat_hash_map<std::string, std::string> keys ABSL_GUARDED_BY(mu);
+
+  static size_t Size(const KernelHandle& h) {
+    return h.binary.size() + h.metadata.size() + h.compile_log.size() + 256;
+  }
+};
+
 namespace {
+
+// The memo holds at most this many request -> key entries (then starts
+// over): requests are small, but a client sending endless distinct programs
+// must not grow it without bound.
+constexpr size_t kMaxMemoEntries = 1 << 16;
+
+// How often a waiting request polls its `cancelled` callback.
+constexpr absl::Duration kCancelPoll = absl::Milliseconds(20);
+
+compiler::CompileOptions ToCompileOptions(const CompileRequest& request) {
+  compiler::CompileOptions copts;
+  copts.target = request.target;
+  copts.kernel = request.kernel;
+  copts.bindings = request.bindings;
+  copts.filename = request.filename;
+  return copts;
+}
 
 // This Abseil's string_view is its own type, not std::string_view.
 absl::string_view AbslView(std::string_view s) {
@@ -77,7 +117,10 @@ absl::StatusOr<std::unique_ptr<CompileEngine>> CompileEngine::Create(
 }
 
 CompileEngine::CompileEngine(cache::Cache* cache, CompileEngineOptions options)
-    : cache_(cache), options_(std::move(options)) {
+    : cache_(cache),
+      options_(std::move(options)),
+      memory_(std::make_unique<MemoryTier>()) {
+  memory_->budget = options_.memory_cache_bytes;
   workers_.reserve(options_.worker_threads);
   for (int i = 0; i < options_.worker_threads; ++i) {
     workers_.emplace_back([this] { WorkerLoop(); });
@@ -116,6 +159,7 @@ absl::StatusOr<KernelHandle> CompileEngine::Compile(
     absl::MutexLock lock(&mu_);
     ++stats_.errors;
     if (absl::IsDeadlineExceeded(result.status())) ++stats_.deadline_exceeded;
+    if (absl::IsCancelled(result.status())) ++stats_.cancelled;
   }
   return result;
 }
@@ -137,11 +181,20 @@ absl::StatusOr<KernelHandle> CompileEngine::DoCompile(
     return absl::DeadlineExceededError(
         "deadline passed before the compile request was looked at");
   }
-  compiler::CompileOptions copts;
-  copts.target = request.target;
-  copts.kernel = request.kernel;
-  copts.bindings = request.bindings;
-  copts.filename = request.filename;
+  if (request.cancelled && request.cancelled()) {
+    return absl::CancelledError("request cancelled before it was looked at");
+  }
+  const std::string memo_key = MemoKey(request);
+  if (std::shared_ptr<const KernelHandle> remembered = MemoryGet(memo_key)) {
+    KernelHandle h = *remembered;
+    h.tier = "memory";
+    h.compile_ms = 0;
+    absl::MutexLock lock(&mu_);
+    ++stats_.hits;
+    ++stats_.memory_hits;
+    return h;
+  }
+  compiler::CompileOptions copts = ToCompileOptions(request);
   absl::StatusOr<std::string> key = compiler::BinaryKey(request.ir_text, copts);
   if (!key.ok()) return key.status();
   absl::StatusOr<cache::Digest> digest = cache::Digest::Parse(*key);
@@ -152,6 +205,7 @@ absl::StatusOr<KernelHandle> CompileEngine::DoCompile(
 
   absl::StatusOr<KernelHandle> hit = Fetch(*digest);
   if (hit.ok()) {
+    MemoryPut(memo_key, *hit);
     absl::MutexLock lock(&mu_);
     ++stats_.hits;
     return hit;
@@ -185,7 +239,35 @@ absl::StatusOr<KernelHandle> CompileEngine::DoCompile(
     ++pending_jobs_;
   }
   const absl::Time wait_until = std::min(request.deadline, flight->limit);
-  mu_.AwaitWithDeadline(absl::Condition(&flight->done), wait_until);
+  ++flight->waiters;
+  bool cancelled = false;
+  if (!request.cancelled) {
+    mu_.AwaitWithDeadline(absl::Condition(&flight->done), wait_until);
+  } else {
+    while (!flight->done && absl::Now() < wait_until) {
+      mu_.AwaitWithDeadline(absl::Condition(&flight->done),
+                            std::min(wait_until, absl::Now() + kCancelPoll));
+      if (flight->done) break;
+      mu_.Unlock();  // the callback may take its own locks
+      cancelled = request.cancelled();
+      mu_.Lock();
+      if (cancelled) break;
+    }
+  }
+  --flight->waiters;
+  if (!flight->done && cancelled) {
+    if (flight->waiters == 0 && !flight->started) {
+      // Nobody wants it any more and no worker has it: drop it.
+      auto pos = std::find(queue_.begin(), queue_.end(), flight);
+      if (pos != queue_.end()) {
+        queue_.erase(pos);
+        --pending_jobs_;
+      }
+      Finish(flight, absl::CancelledError("compile cancelled"));
+    }
+    return absl::CancelledError(absl::StrCat(
+        "request cancelled while waiting for the compile of ", *key));
+  }
   if (!flight->done) {
     if (absl::Now() < flight->limit) {
       // Only this caller gives up; the compile goes on for the others.
@@ -196,7 +278,66 @@ absl::StatusOr<KernelHandle> CompileEngine::DoCompile(
                        "compile of ", *key, " exceeded the time limit of ",
                        absl::FormatDuration(options_.compile_time_limit))));
   }
-  return flight->result;
+  absl::StatusOr<KernelHandle> result = flight->result;
+  mu_.Unlock();
+  if (result.ok()) MemoryPut(memo_key, *result);
+  mu_.Lock();
+  return result;
+}
+
+std::string CompileEngine::MemoKey(const CompileRequest& request) {
+  std::string key = absl::StrCat(request.target.size(), ":", request.target,
+                                 request.kernel.size(), ":", request.kernel);
+  for (const auto& [name, value] : request.bindings) {
+    absl::StrAppend(&key, name.size(), ":", name, "=", value, ";");
+  }
+  absl::StrAppend(&key, "|", request.ir_text);
+  return key;
+}
+
+std::shared_ptr<const KernelHandle> CompileEngine::MemoryGet(
+    const std::string& memo_key) {
+  MemoryTier& m = *memory_;
+  if (m.budget == 0) return nullptr;
+  absl::MutexLock lock(&m.mu);
+  auto key = m.keys.find(memo_key);
+  if (key == m.keys.end()) return nullptr;
+  auto item = m.items.find(key->second);
+  if (item == m.items.end()) return nullptr;
+  m.order.splice(m.order.begin(), m.order, item->second.lru);
+  return item->second.handle;
+}
+
+void CompileEngine::MemoryPut(const std::string& memo_key,
+                              const KernelHandle& handle) {
+  MemoryTier& m = *memory_;
+  const size_t size = MemoryTier::Size(handle);
+  if (m.budget == 0 || size > m.budget / 2) return;
+  absl::MutexLock lock(&m.mu);
+  if (m.keys.size() >= kMaxMemoEntries) m.keys.clear();
+  m.keys[memo_key] = handle.key;
+  if (m.items.contains(handle.key)) return;
+  m.order.push_front(handle.key);
+  auto stored = std::make_shared<KernelHandle>(handle);
+  stored->compile_ms = 0;
+  m.items[handle.key] = {std::move(stored), m.order.begin()};
+  m.bytes += size;
+  while (m.bytes > m.budget && !m.order.empty()) {
+    auto victim = m.items.find(m.order.back());
+    m.bytes -= MemoryTier::Size(*victim->second.handle);
+    m.items.erase(victim);
+    m.order.pop_back();
+  }
+}
+
+void CompileEngine::MemoryForget(std::string_view key) {
+  MemoryTier& m = *memory_;
+  absl::MutexLock lock(&m.mu);
+  auto item = m.items.find(AbslView(key));
+  if (item == m.items.end()) return;
+  m.bytes -= MemoryTier::Size(*item->second.handle);
+  m.order.erase(item->second.lru);
+  m.items.erase(item);
 }
 
 void CompileEngine::Finish(const std::shared_ptr<Flight>& flight,
@@ -222,6 +363,7 @@ void CompileEngine::WorkerLoop() {
       if (queue_.empty()) return;  // stopped, and nothing left
       flight = std::move(queue_.front());
       queue_.pop_front();
+      flight->started = true;
       ++running_;
       stats_.peak_running_compiles =
           std::max(stats_.peak_running_compiles, running_);
@@ -294,6 +436,59 @@ absl::StatusOr<KernelHandle> CompileEngine::Fetch(const cache::Digest& digest) {
   if (!entry.ok()) return entry.status();
   return HandleFromEntry(
       *entry, tier == cache::Cache::Tier::kRemote ? "remote" : "local");
+}
+
+absl::StatusOr<std::string> CompileEngine::KeyFor(
+    const CompileRequest& request) const {
+  if (request.ir_text.size() > options_.max_ir_bytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("IR text is ", request.ir_text.size(),
+                     " bytes; the limit is ", options_.max_ir_bytes));
+  }
+  return compiler::BinaryKey(request.ir_text, ToCompileOptions(request));
+}
+
+void CompileEngine::CompileBatch(
+    const std::vector<CompileRequest>& requests, int parallelism,
+    const std::function<void(size_t, const absl::StatusOr<KernelHandle>&)>&
+        done) {
+  absl::Mutex batch_mu;
+  size_t next = 0;
+  auto work = [&] {
+    while (true) {
+      size_t index;
+      {
+        absl::MutexLock lock(&batch_mu);
+        if (next >= requests.size()) return;
+        index = next++;
+      }
+      absl::StatusOr<KernelHandle> result = Compile(requests[index]);
+      absl::MutexLock lock(&batch_mu);
+      done(index, result);
+    }
+  };
+  const size_t threads =
+      std::min(requests.size(), static_cast<size_t>(std::max(1, parallelism)));
+  std::vector<std::thread> pool;
+  for (size_t i = 1; i < threads; ++i) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+}
+
+absl::StatusOr<std::vector<cache::EntryInfo>> CompileEngine::List(
+    const cache::EntryFilter& filter) {
+  return cache_->local().List(filter);
+}
+
+absl::Status CompileEngine::Evict(std::string_view key) {
+  absl::StatusOr<cache::Digest> digest = cache::Digest::Parse(AbslView(key));
+  if (!digest.ok()) return digest.status();
+  MemoryForget(key);
+  return cache_->Remove(*digest);
+}
+
+absl::StatusOr<cache::StoreStats> CompileEngine::CacheStats() {
+  return cache_->local().Stats();
 }
 
 absl::StatusOr<bool> CompileEngine::Lookup(std::string_view key) {

@@ -47,6 +47,11 @@ struct CompileRequest {
   std::string filename = "<input>";
   // When the caller stops waiting; absl::InfiniteFuture() for never.
   absl::Time deadline = absl::InfiniteFuture();
+  // Polled while the request waits for a compile (every few milliseconds);
+  // when it returns true the request ends with Cancelled. A compile that no
+  // request waits for any more and that has not started is dropped from the
+  // queue. Empty: never cancelled.
+  std::function<bool()> cancelled;
 };
 
 struct KernelHandle {
@@ -56,9 +61,9 @@ struct KernelHandle {
   std::string compile_log;  // what the compile reported (timings, prover)
   std::string kernel_name;
   std::string target;
-  // Where the handle came from: "local" or "remote" (cache tiers),
+  // Where the handle came from: "memory" (the engine's in-process cache of
+  // recently served handles), "local" or "remote" (cache tiers),
   // "compiled" (compiled for this request, or for a request it joined).
-  // "memory" is reserved for an in-process tier; not produced yet.
   std::string tier;
   // Wall-clock milliseconds of the compile that produced this handle when
   // tier is "compiled"; 0 for cache hits.
@@ -83,6 +88,10 @@ struct CompileEngineOptions {
   // DeadlineExceeded for all its waiters. The compiler cannot be interrupted:
   // the worker finishes it anyway and stores a successful result.
   absl::Duration compile_time_limit = absl::Minutes(10);
+  // Bytes of recently served handles kept in memory, least recently used
+  // dropped first (0: no memory tier). A memory hit skips parsing the
+  // program and reading the cache.
+  size_t memory_cache_bytes = 256 << 20;
   // The compiler, replaceable for tests; compiler::Compile if empty.
   std::function<absl::StatusOr<compiler::CompiledKernel>(
       std::string_view, const compiler::CompileOptions&)>
@@ -91,12 +100,14 @@ struct CompileEngineOptions {
 
 // Counters since the engine was created (Compile() calls only).
 struct EngineStats {
-  int64_t hits = 0;      // served from the cache
-  int64_t misses = 0;    // not in the cache (started or joined a compile)
-  int64_t compiles = 0;  // compiles actually run by the pool
+  int64_t hits = 0;         // served from the cache (any tier)
+  int64_t memory_hits = 0;  // of which: from the in-process memory tier
+  int64_t misses = 0;       // not in the cache (started or joined a compile)
+  int64_t compiles = 0;     // compiles actually run by the pool
   int64_t single_flight_joins = 0;    // misses that joined a pending compile
   int64_t errors = 0;                 // Compile() calls that returned an error
   int64_t deadline_exceeded = 0;      // of which: deadline or time limit
+  int64_t cancelled = 0;              // of which: cancelled by the caller
   int64_t active_compiles = 0;        // queued or running now
   int64_t peak_running_compiles = 0;  // most compiles running at once
 };
@@ -135,6 +146,31 @@ class CompileEngine {
   // Thread-safe.
   absl::StatusOr<KernelHandle> Get(std::string_view key);
 
+  // The binary key `request` would get (parse and verify only; no cache
+  // access). Errors as Compile() for bad programs. Thread-safe.
+  absl::StatusOr<std::string> KeyFor(const CompileRequest& request) const;
+
+  // Compiles every request with up to `parallelism` requests in flight
+  // (hits are served while misses compile), calling `done(index, result)`
+  // once per request as each finishes, from the engine's calling threads,
+  // one call at a time. Returns when all are done. Thread-safe.
+  void CompileBatch(
+      const std::vector<CompileRequest>& requests, int parallelism,
+      const std::function<void(size_t, const absl::StatusOr<KernelHandle>&)>&
+          done);
+
+  // The local cache's entries (cache/entry.h filter), most recently used
+  // first.
+  absl::StatusOr<std::vector<cache::EntryInfo>> List(
+      const cache::EntryFilter& filter);
+
+  // Removes `key` from the cache (see cache::Cache::Remove). NotFound if it
+  // was not in the local cache; InvalidArgument for a malformed key.
+  absl::Status Evict(std::string_view key);
+
+  // The local cache's size and persistent counters.
+  absl::StatusOr<cache::StoreStats> CacheStats();
+
   // A snapshot of the counters. Thread-safe.
   EngineStats Stats() const;
 
@@ -157,8 +193,17 @@ class CompileEngine {
               absl::StatusOr<KernelHandle> result)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  // The memory tier and the request -> key memo (see memory_cache_bytes).
+  struct MemoryTier;
+  // The memo's key for `request`: every input of compiler::BinaryKey.
+  static std::string MemoKey(const CompileRequest& request);
+  std::shared_ptr<const KernelHandle> MemoryGet(const std::string& memo_key);
+  void MemoryPut(const std::string& memo_key, const KernelHandle& handle);
+  void MemoryForget(std::string_view key);
+
   cache::Cache* const cache_;
   const CompileEngineOptions options_;
+  std::unique_ptr<MemoryTier> memory_;
 
   absl::Mutex shutdown_mu_;  // one Shutdown() at a time
   mutable absl::Mutex mu_;

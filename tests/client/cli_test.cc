@@ -1,11 +1,14 @@
 // Tests of the `kiln` CLI as a user runs it: exit statuses, what goes to
 // stdout and stderr, for the offline IR commands and `kiln status`.
+#include <regex>
 #include <string>
 #include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/kilnd_process.h"
+#include "tests/support/subprocess.h"
+#include "tests/support/test_kernels.h"
 
 namespace kiln::cli {
 namespace {
@@ -192,6 +195,65 @@ TEST(CliTest, StatusOfARunningDaemon) {
   EXPECT_THAT(result.out, HasSubstr("kilnd " KILN_VERSION " at " +
                                     (*kilnd)->address() + ": serving"));
   EXPECT_THAT(result.out, ContainsRegex("targets: cpu"));
+  EXPECT_THAT(result.out, ContainsRegex("cache: 0 kernels"));
+  EXPECT_THAT(result.out,
+              ContainsRegex("0 hits \\(0 from memory\\), 0 misses"));
+}
+
+TEST(CliTest, CompileGoesThroughTheDaemonWhenAsked) {
+  auto kilnd = testing::KilndProcess::Start(KILN_KILND_PATH);
+  ASSERT_TRUE(kilnd.ok()) << kilnd.status();
+  testing::TempDir dir;
+  const std::string file = dir.File("scale.tile");
+  testing::WriteFile(file, ::kiln::testing::kScaleKernel);
+  const std::vector<std::string> compile = {
+      "compile", file, "-D", "B=64", "--daemon", (*kilnd)->address()};
+
+  testing::RunResult first = Kiln(compile);
+  EXPECT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_THAT(first.out, HasSubstr("via      kilnd at " + (*kilnd)->address()));
+  EXPECT_THAT(first.out, ContainsRegex("tier     compiled \\([0-9.]+ ms\\)"));
+  EXPECT_THAT(first.out, ContainsRegex("key      [0-9a-f]{64}"));
+
+  std::vector<std::string> again = compile;
+  again.insert(again.end(), {"-o", dir.File("scale.so")});
+  testing::RunResult second = Kiln(again);
+  EXPECT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_THAT(second.out, HasSubstr("tier     memory"));
+  EXPECT_EQ(testing::ReadFile(dir.File("scale.so")).substr(0, 4),
+            "\x7f"
+            "ELF");
+
+  // In process: the same key, no daemon named.
+  testing::RunResult local = Kiln({"compile", file, "-D", "B=64", "--local"});
+  EXPECT_EQ(local.exit_code, 0) << local.err;
+  EXPECT_THAT(local.out, Not(HasSubstr("via")));
+  std::smatch a, b;
+  ASSERT_TRUE(std::regex_search(first.out, a, std::regex("key      (\\w+)")));
+  ASSERT_TRUE(std::regex_search(local.out, b, std::regex("key      (\\w+)")));
+  EXPECT_EQ(a[1], b[1]);
+
+  // The daemon's diagnostics reach the user as the compiler's would.
+  testing::WriteFile(dir.File("bad.tile"), "kernel (\n");
+  testing::RunResult bad =
+      Kiln({"compile", dir.File("bad.tile"), "--daemon", (*kilnd)->address()});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_THAT(bad.err, HasSubstr("bad.tile:1:"));
+
+  // Output that needs the compiler's internals cannot come from a daemon.
+  std::vector<std::string> emit = compile;
+  emit.insert(emit.end(), {"--emit", "llvm"});
+  EXPECT_EQ(Kiln(emit).exit_code, 2);
+}
+
+TEST(CliTest, CompileThroughAnUnreachableDaemonFails) {
+  testing::TempDir dir;
+  testing::WriteFile(dir.File("scale.tile"), ::kiln::testing::kScaleKernel);
+  testing::RunResult result =
+      Kiln({"compile", dir.File("scale.tile"), "-D", "B=64", "--daemon",
+            "unix:" + dir.File("none.sock")});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_THAT(result.err, HasSubstr("none.sock"));
 }
 
 }  // namespace

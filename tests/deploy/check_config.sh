@@ -63,15 +63,30 @@ docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
 (cm,) = [d for d in docs if d["kind"] == "ConfigMap"]
 sys.stdout.write(cm["data"]["kilnd.toml"])
 PY
+# Its Redis tier is pointed at a redis-server started here, with a secret
+# file here (the Secret's mount path does not exist on this machine).
+grep -q '^redis-url = ' "$tmp/configmap.toml" || fail "the ConfigMap sets no redis-url"
+redis-server --port 0 --unixsocket "$tmp/redis.sock" --save '' \
+  --appendonly no --dir "$tmp" >"$tmp/redis.log" 2>&1 &
+redis_pid=$!
+trap 'kill $redis_pid 2>/dev/null || true' EXIT
+for _ in $(seq 50); do [ -S "$tmp/redis.sock" ] && break; sleep 0.1; done
+[ -S "$tmp/redis.sock" ] || { cat "$tmp/redis.log" >&2; fail "redis-server did not start"; }
+printf 'configmap-test-secret-0123456789\n' >"$tmp/secret"
+sed -i -e "s|^redis-url = .*|redis-url = \"redis+unix://$tmp/redis.sock\"|" \
+  -e "s|^redis-secret-file = .*|redis-secret-file = \"$tmp/secret\"|" \
+  "$tmp/configmap.toml"
 start_and_query configmap "$tmp/configmap.toml"
+grep -q "with a shared Redis tier" "$tmp/configmap.log" ||
+  { cat "$tmp/configmap.log" >&2; fail "configmap: no Redis tier"; }
 
 # 5. An unknown key is refused (exit 2, naming it).
-{ cat "$example"; echo 'redis-url = "redis://localhost:6379"'; } >"$tmp/bad.toml"
+{ cat "$example"; echo 'no-such-key = "redis://localhost:6379"'; } >"$tmp/bad.toml"
 set +e
 "$kilnd" --config "$tmp/bad.toml" --socket "$tmp/bad/kilnd.sock" \
   --cache-dir "$tmp/bad/cache" >"$tmp/bad.out" 2>&1
 rc=$?
 set -e
 [ "$rc" -eq 2 ] || { cat "$tmp/bad.out" >&2; fail "unknown key: kilnd exited $rc, not 2"; }
-grep -q "redis-url" "$tmp/bad.out" || { cat "$tmp/bad.out" >&2; fail "unknown key not named"; }
+grep -q "no-such-key" "$tmp/bad.out" || { cat "$tmp/bad.out" >&2; fail "unknown key not named"; }
 echo "ok: an unknown key is refused"

@@ -21,12 +21,14 @@ config=$(find "$prefix" -path '*/cmake/Kiln/KilnConfig.cmake')
 pc=$(find "$prefix" -path '*/pkgconfig/kiln.pc')
 for f in "$prefix/bin/kilnd" "$prefix/bin/kiln" \
          "$prefix/include/kiln/client/client.h" \
+         "$prefix/include/kiln/client/kiln.h" \
+         "$prefix/include/kiln/runtime/launch_args.h" \
          "$prefix/include/kiln/proto/kiln.pb.h" "$config" \
          "$(dirname "$config")/KilnConfigVersion.cmake" "$pc"; do
   [ -f "$f" ] || fail "not installed: ${f:-KilnConfig.cmake or kiln.pc}"
 done
 libdir=$(dirname "$(dirname "$pc")")
-for lib in libkiln_client.a libkiln_proto.a; do
+for lib in libkiln_client.a libkiln_proto.a libkiln_runtime.a libkiln.so; do
   [ -f "$libdir/$lib" ] || fail "not installed: $libdir/$lib"
 done
 echo "ok: installed under $prefix"

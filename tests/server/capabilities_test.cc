@@ -2,7 +2,7 @@
 #include "server/capabilities.h"
 
 #include "gtest/gtest.h"
-#include "server/kiln_service.h"
+#include "server/service_core.h"
 
 namespace kiln::server {
 namespace {

@@ -110,7 +110,14 @@ TEST_F(EngineTest, CompilesThenHitsTheLocalCache) {
   EXPECT_GT(first->compile_ms, 0);
   EXPECT_NE(first->compile_log.find("total_ms"), std::string::npos);
 
-  auto second = engine->Compile(Request());
+  // Served from memory by this engine, from the local store by a new one.
+  auto remembered = engine->Compile(Request());
+  ASSERT_TRUE(remembered.ok()) << remembered.status();
+  EXPECT_EQ(remembered->tier, "memory");
+  EXPECT_EQ(remembered->binary, first->binary);
+  EXPECT_EQ(remembered->compile_ms, 0);
+  auto fresh = Engine();
+  auto second = fresh->Compile(Request());
   ASSERT_TRUE(second.ok()) << second.status();
   EXPECT_EQ(second->tier, "local");
   EXPECT_EQ(second->key, first->key);
@@ -124,7 +131,10 @@ TEST_F(EngineTest, CompilesThenHitsTheLocalCache) {
   EXPECT_EQ(s.compiles, 1);
   EXPECT_EQ(s.misses, 1);
   EXPECT_EQ(s.hits, 1);
+  EXPECT_EQ(s.memory_hits, 1);
   EXPECT_EQ(s.errors, 0);
+  EXPECT_EQ(fresh->Stats().hits, 1);
+  EXPECT_EQ(fresh->Stats().memory_hits, 0);
 
   EXPECT_EQ(engine->Lookup(first->key).value_or(false), true);
   auto got = engine->Get(first->key);
@@ -358,6 +368,118 @@ TEST_F(EngineTest, ShutdownDrainsThenRefuses) {
   auto after = engine->Compile(Request());
   EXPECT_EQ(after.status().code(), absl::StatusCode::kUnavailable);
   engine->Shutdown();  // idempotent
+}
+
+TEST_F(EngineTest, MemoryTierIsBoundedAndForgetsEvictedKernels) {
+  FakeCompiler fake;
+  fake.delay = absl::ZeroDuration();
+  CompileEngineOptions options;
+  options.compile_fn = fake.Fn();
+  // Room for two and a half handles (each counts its strings plus 256).
+  auto sizer = Engine(options);
+  auto sample = sizer->Compile(Renamed(9));
+  ASSERT_TRUE(sample.ok());
+  const size_t handle_bytes = sample->binary.size() + sample->metadata.size() +
+                              sample->compile_log.size() + 256;
+  options.memory_cache_bytes = handle_bytes * 5 / 2;
+  auto engine = Engine(options);
+  ASSERT_TRUE(engine->Compile(Renamed(1)).ok());
+  ASSERT_TRUE(engine->Compile(Renamed(2)).ok());
+  EXPECT_EQ(engine->Compile(Renamed(1)).value().tier, "memory");
+  // A third kernel pushes out the least recently used one (2).
+  ASSERT_TRUE(engine->Compile(Renamed(3)).ok());
+  EXPECT_EQ(engine->Compile(Renamed(2)).value().tier, "local");
+  // Evict forgets it in memory too: the next request compiles again.
+  auto one = engine->Compile(Renamed(3));
+  ASSERT_TRUE(one.ok());
+  ASSERT_TRUE(engine->Evict(one->key).ok());
+  EXPECT_EQ(engine->Compile(Renamed(3)).value().tier, "compiled");
+  // A different binding is a different request and kernel.
+  CompileRequest other = Renamed(3);
+  other.bindings["B"] = 128;
+  EXPECT_EQ(engine->Compile(other).value().tier, "compiled");
+  EXPECT_EQ(fake.calls.load(), 6);  // 9, 1, 2, 3, 3 again, 3 with B=128
+}
+
+TEST_F(EngineTest, ACancelledRequestStopsWaitingAndItsQueuedCompileIsDropped) {
+  FakeCompiler fake;
+  fake.delay = absl::Milliseconds(300);
+  CompileEngineOptions options;
+  options.compile_fn = fake.Fn();
+  options.worker_threads = 1;
+  auto engine = Engine(options);
+  // Occupy the only worker, then queue a second key behind it.
+  absl::StatusOr<KernelHandle> first = absl::UnknownError("not run");
+  std::thread t([&] { first = engine->Compile(Renamed(1)); });
+  WaitUntilCompiling(*engine);
+  std::atomic<bool> gone{false};
+  CompileRequest queued = Renamed(2);
+  queued.cancelled = [&] { return gone.load(); };
+  absl::StatusOr<KernelHandle> second = absl::UnknownError("not run");
+  std::thread u([&] { second = engine->Compile(queued); });
+  absl::SleepFor(absl::Milliseconds(50));
+  const absl::Time cancelled_at = absl::Now();
+  gone = true;
+  u.join();
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kCancelled)
+      << second.status();
+  // It stopped waiting within a few polls, not after the running compile.
+  EXPECT_LT(absl::Now() - cancelled_at, absl::Milliseconds(200));
+  t.join();
+  ASSERT_TRUE(first.ok()) << first.status();
+  engine->Shutdown();
+  // The dropped compile never ran.
+  EXPECT_EQ(fake.calls.load(), 1);
+  EXPECT_EQ(engine->Stats().cancelled, 1);
+  auto key = engine->KeyFor(queued);
+  ASSERT_TRUE(key.ok()) << key.status();
+  EXPECT_EQ(engine->Lookup(*key).value_or(true), false);
+}
+
+TEST_F(EngineTest, AlreadyCancelledRequestDoesNoWork) {
+  FakeCompiler fake;
+  CompileEngineOptions options;
+  options.compile_fn = fake.Fn();
+  auto engine = Engine(options);
+  CompileRequest r = Request();
+  r.cancelled = [] { return true; };
+  EXPECT_EQ(engine->Compile(r).status().code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(fake.calls.load(), 0);
+}
+
+TEST_F(EngineTest, BatchReportsEveryRequestOnceAndListEvictWork) {
+  FakeCompiler fake;
+  fake.delay = absl::Milliseconds(20);
+  CompileEngineOptions options;
+  options.compile_fn = fake.Fn();
+  auto engine = Engine(options);
+  std::vector<CompileRequest> batch = {Renamed(1), Renamed(2), Renamed(1),
+                                       Request()};
+  batch.push_back(Request());
+  batch.back().ir_text = "kernel broken(";
+  std::vector<int> seen(batch.size(), 0);
+  std::vector<std::string> keys(batch.size());
+  engine->CompileBatch(batch, 3,
+                       [&](size_t i, const absl::StatusOr<KernelHandle>& r) {
+                         ++seen[i];
+                         if (r.ok()) keys[i] = r->key;
+                       });
+  EXPECT_EQ(seen, std::vector<int>(batch.size(), 1));
+  EXPECT_EQ(keys[0], keys[2]);
+  EXPECT_TRUE(keys[4].empty());
+  EXPECT_EQ(fake.calls.load(), 3);  // renamed 1 and 2, scale
+
+  auto listed = engine->List({});
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  EXPECT_EQ(listed->size(), 3u);
+  ASSERT_TRUE(engine->Evict(keys[0]).ok());
+  EXPECT_EQ(engine->Evict(keys[0]).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(engine->Evict("not-a-key").code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(engine->Lookup(keys[0]).value_or(true), false);
+  auto stats = engine->CacheStats();
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  EXPECT_EQ(stats->entries, 2);
 }
 
 }  // namespace

@@ -163,7 +163,7 @@ TEST(KilndTest, NonLoopbackTcpIsRefusedEvenWithTheFlag) {
   testing::RunResult result =
       RunKilnd({"--listen-tcp", "0.0.0.0:0", "--insecure-loopback"});
   EXPECT_EQ(result.exit_code, 1);
-  EXPECT_THAT(result.err, HasSubstr("not a loopback address"));
+  EXPECT_THAT(result.err, HasSubstr("without TLS or a bearer token"));
 }
 
 TEST(KilndTest, ServesLoopbackTcpWithTheFlag) {

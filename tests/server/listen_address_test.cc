@@ -58,18 +58,26 @@ TEST(ListenAddressTest, PlaintextTcpNeedsLoopbackAndTheFlag) {
   TcpAddress loopback{"127.0.0.1", 5000};
   TcpAddress everywhere{"0.0.0.0", 5000};
 
-  EXPECT_TRUE(CheckPlaintextTcpAllowed(loopback, true).ok());
+  EXPECT_TRUE(CheckTcpSecurity(loopback, {.insecure_loopback = true}).ok());
 
-  absl::Status no_flag = CheckPlaintextTcpAllowed(loopback, false);
+  absl::Status no_flag = CheckTcpSecurity(loopback, {});
   EXPECT_EQ(no_flag.code(), absl::StatusCode::kPermissionDenied);
   EXPECT_THAT(no_flag.message(), HasSubstr("--insecure-loopback"));
 
   for (bool flag : {false, true}) {
-    absl::Status refused = CheckPlaintextTcpAllowed(everywhere, flag);
+    absl::Status refused =
+        CheckTcpSecurity(everywhere, {.insecure_loopback = flag});
     EXPECT_EQ(refused.code(), absl::StatusCode::kPermissionDenied);
-    EXPECT_THAT(refused.message(), HasSubstr("not a loopback address"));
-    EXPECT_THAT(refused.message(), HasSubstr("TLS"));
+    EXPECT_THAT(refused.message(), HasSubstr("without TLS or a bearer token"));
+    EXPECT_THAT(refused.message(), HasSubstr("--tls-cert"));
   }
+}
+
+TEST(ListenAddressTest, TlsOrTokenAllowAnyAddress) {
+  TcpAddress everywhere{"0.0.0.0", 5000};
+  EXPECT_TRUE(CheckTcpSecurity(everywhere, {.tls = true}).ok());
+  EXPECT_TRUE(CheckTcpSecurity(everywhere, {.bearer_token = true}).ok());
+  EXPECT_TRUE(CheckTcpSecurity(TcpAddress{"::1", 1}, {.tls = true}).ok());
 }
 
 }  // namespace

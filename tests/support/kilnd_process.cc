@@ -1,5 +1,7 @@
 #include "tests/support/kilnd_process.h"
 
+#include <algorithm>
+
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -24,8 +26,11 @@ absl::StatusOr<std::unique_ptr<KilndProcess>> KilndProcess::Start(
     const std::string& kilnd_path, const std::vector<std::string>& extra_args) {
   std::unique_ptr<KilndProcess> kilnd(new KilndProcess());
   kilnd->socket_path_ = kilnd->dir_.File("run/kilnd.sock");
-  std::vector<std::string> argv = {kilnd_path, "--socket", kilnd->socket_path_,
-                                   "--cache-dir", kilnd->dir_.File("cache")};
+  std::vector<std::string> argv = {kilnd_path, "--socket", kilnd->socket_path_};
+  if (std::find(extra_args.begin(), extra_args.end(), "--cache-dir") ==
+      extra_args.end()) {
+    argv.insert(argv.end(), {"--cache-dir", kilnd->dir_.File("cache")});
+  }
   argv.insert(argv.end(), extra_args.begin(), extra_args.end());
   absl::StatusOr<Subprocess> process = Subprocess::Start(argv);
   if (!process.ok()) return process.status();

@@ -16,7 +16,8 @@ namespace kiln::testing {
 class KilndProcess {
  public:
   // Starts `kilnd_path` with --socket and --cache-dir inside a fresh
-  // temporary directory, plus `extra_args`, and waits (up to 20 s) until it
+  // temporary directory (--cache-dir only if `extra_args` has none), plus
+  // `extra_args`, and waits (up to 20 s) until it
   // logs that it is listening. Unavailable, with kilnd's stderr, when it
   // exits or stays silent instead.
   static absl::StatusOr<std::unique_ptr<KilndProcess>> Start(
