@@ -1,0 +1,45 @@
+"""Kiln: a TileLang-style kernel DSL and client for the Kiln compiler.
+
+    import kiln
+    import kiln.language as T
+
+    @kiln.jit(out_idx=[-1])
+    def matmul(M, N, K, block_M, block_N, block_K):
+        @T.prim_func
+        def main(A: T.Tensor((M, K), "float16"), ...):
+            with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M),
+                          threads=128) as (bx, by):
+                ...
+        return main
+
+    kernel = matmul(1024, 1024, 1024, 128, 128, 32)
+    print(kernel.ir)          # the tile IR
+    c = kernel(a, b)          # NumPy: CPU target; torch CUDA: current stream
+"""
+
+from kiln import language
+from kiln._client import connect, embedded
+from kiln.autotuner import autotune
+from kiln.errors import (KilnArgumentError, KilnCompileError, KilnError,
+                         KilnLibraryError, KilnSourceError, KilnStatusError)
+from kiln.jit import JITKernel, compile, jit
+
+__version__ = "0.1.0"
+
+
+class _PassConfigKeys:
+    """TileLang's ``PassConfigKey`` names, accepted so ports run unchanged;
+    Kiln ignores pass configs."""
+
+    def __getattr__(self, name: str) -> str:
+        if name.startswith("TL_") or name.startswith("TIR_"):
+            return name
+        raise AttributeError(name)
+
+
+PassConfigKey = _PassConfigKeys()
+
+__all__ = ["JITKernel", "KilnArgumentError", "KilnCompileError", "KilnError",
+           "KilnLibraryError", "KilnSourceError", "KilnStatusError",
+           "PassConfigKey", "__version__", "autotune", "compile", "connect",
+           "embedded", "jit", "language"]

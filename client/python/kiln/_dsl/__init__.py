@@ -1,0 +1,1 @@
+"""Python DSL to tile IR (internal)."""

@@ -1,0 +1,87 @@
+"""Element types: TileLang spellings, tile-IR names, byte sizes."""
+
+from __future__ import annotations
+
+from typing import Any, Dict
+
+from kiln.errors import KilnSourceError
+
+# Tile-IR dtype name -> size in bits.
+IR_BITS: Dict[str, int] = {
+    "bool": 8, "i8": 8, "u8": 8, "i16": 16, "i32": 32, "i64": 64, "u32": 32,
+    "f16": 16, "bf16": 16, "f32": 32, "f64": 64, "f8e4m3": 8, "f8e5m2": 8,
+    "i4": 4, "u4": 4,
+}
+
+INT_DTYPES = frozenset({"i8", "u8", "i16", "i32", "i64", "u32", "i4", "u4"})
+FLOAT_DTYPES = frozenset({"f16", "bf16", "f32", "f64", "f8e4m3", "f8e5m2"})
+
+# Every accepted spelling (TileLang / TVM / torch / numpy) -> tile-IR name.
+_ALIASES: Dict[str, str] = {name: name for name in IR_BITS}
+_ALIASES.update({
+    "float16": "f16", "half": "f16", "bfloat16": "bf16",
+    "float32": "f32", "float": "f32", "float64": "f64", "double": "f64",
+    "int8": "i8", "uint8": "u8", "int16": "i16", "int32": "i32",
+    "int64": "i64", "uint32": "u32", "int4": "i4", "uint4": "u4",
+    "float8_e4m3": "f8e4m3", "float8_e4m3fn": "f8e4m3",
+    "e4m3_float8": "f8e4m3", "float8_e5m2": "f8e5m2", "e5m2_float8": "f8e5m2",
+    "bool8": "bool",
+})
+
+
+class DType:
+    """A scalar type, as ``T.float16``; calling it casts a kernel value."""
+
+    def __init__(self, ir: str, tilelang: str):
+        self.ir = ir
+        self.name = tilelang
+
+    def __repr__(self) -> str:
+        return f"T.{self.name}"
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __eq__(self, other: Any) -> bool:
+        try:
+            return to_ir(other) == self.ir
+        except KilnSourceError:
+            return False
+
+    def __hash__(self) -> int:
+        return hash(self.ir)
+
+    def __call__(self, value: Any) -> Any:
+        from kiln._dsl import expr
+        return expr.cast(self.ir, value)
+
+
+def to_ir(dtype: Any) -> str:
+    """The tile-IR name of ``dtype``: a string, DType, numpy or torch dtype."""
+    if isinstance(dtype, DType):
+        return dtype.ir
+    if isinstance(dtype, str):
+        key = dtype
+    elif dtype is bool:
+        key = "bool"
+    elif dtype is float:
+        key = "float32"
+    elif dtype is int:
+        key = "int32"
+    else:
+        key = str(getattr(dtype, "name", None) or dtype)
+    key = key.strip()
+    if key.startswith("torch."):
+        key = key[len("torch."):]
+    ir = _ALIASES.get(key)
+    if ir is None:
+        raise KilnSourceError(
+            f"unknown dtype {dtype!r}; expected a TileLang name such as "
+            "'float16', 'bfloat16', 'float32', 'int32' or a tile-IR name "
+            "such as 'f16'")
+    return ir
+
+
+def itemsize_bits(ir: str) -> int:
+    """Bits per element of a tile-IR dtype."""
+    return IR_BITS[ir]

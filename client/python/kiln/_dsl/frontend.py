@@ -1,0 +1,1017 @@
+"""Translates a ``@T.prim_func`` Python function into tile-IR text.
+
+1. Read the function's source and parse it with ``ast``.
+2. Bind parameters from their evaluated annotations (``T.Tensor``, dtypes);
+   symbolic dims become kernel symbols.
+3. Walk the body: Python values (closure variables, constants) are folded in
+   Python; anything that depends on kernel values becomes IR. ``if`` on a
+   Python value picks a branch statically, on a kernel value emits ``if``.
+4. Every local gets a name unique in the kernel (i, i_1, ...), because tile
+   IR forbids reuse even in sibling blocks.
+5. Assemble the header (params, tunables found on the way, assumptions,
+   launch) and the body, remembering which Python line made each IR line.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import functools
+import inspect
+import numbers
+import textwrap
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from kiln._dsl import expr as E
+from kiln._dsl import tileops
+from kiln._dsl.dtypes import DType, to_ir
+from kiln._dsl.names import NameTable
+from kiln.errors import KilnSourceError
+from kiln.language import KernelLaunch, LoopSpec, TensorType
+
+_BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/",
+           ast.FloorDiv: "//", ast.Mod: "%", ast.LShift: "<<",
+           ast.RShift: ">>", ast.BitAnd: "&", ast.BitOr: "|",
+           ast.BitXor: "^"}
+_CMPOPS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
+           ast.Eq: "==", ast.NotEq: "!="}
+_STORE_OPS = {ast.Add: "+=", ast.Sub: "-=", ast.Mult: "*=", ast.Div: "/="}
+
+
+class Param:
+    """A kernel parameter: a tensor (dtype, shape, strides) or a scalar."""
+
+    def __init__(self, name: str, dtype: str, shape: Optional[Tuple] = None,
+                 strides: Optional[Tuple[str, ...]] = None):
+        self.name = name
+        self.dtype = dtype
+        self.shape = shape  # ints and symbol names; None for a scalar
+        self.strides = strides
+
+    @property
+    def is_tensor(self) -> bool:
+        return self.shape is not None
+
+    def __repr__(self) -> str:
+        return f"Param({self.name}: {self.dtype}{list(self.shape or [])})"
+
+
+class PrimFunc:
+    """A translated kernel: its tile IR and what launching it needs."""
+
+    def __init__(self, name: str, ir: str, params: List[Param],
+                 symbols: List[str], tunables: Dict[str, Tuple[int, ...]],
+                 filename: str, lineno: int, line_map: Dict[int, int]):
+        self.name = name
+        self.ir = ir
+        self.params = params
+        self.symbols = symbols
+        self.tunables = tunables
+        self.filename = filename
+        self.lineno = lineno
+        self.line_map = line_map  # IR line (1-based) -> Python line
+
+    def script(self) -> str:
+        return self.ir
+
+    def __str__(self) -> str:
+        return self.ir
+
+    def __repr__(self) -> str:
+        return (f"<kiln PrimFunc {self.name} from "
+                f"{self.filename}:{self.lineno}>")
+
+
+class Buffer:
+    """A tensor parameter or a tile, as the kernel body sees it."""
+
+    def __init__(self, name: str, scope: str, dtype: str, shape: Tuple,
+                 py_name: str, line: Optional[int] = None):
+        self.name = name
+        self.scope = scope
+        self.dtype_ir = dtype
+        self.shape = shape
+        self.py_name = py_name
+        self.line = line  # index of its alloc line, for layouts
+
+    @property
+    def dtype(self) -> str:
+        return self.dtype_ir
+
+    def _kiln_expr(self) -> E.Expr:
+        raise KilnSourceError(
+            f"'{self.py_name}' is a whole {self.scope} buffer used as a "
+            "scalar; index one element")
+
+    def __repr__(self) -> str:
+        return f"<{self.scope} {self.py_name}: {self.dtype_ir}>"
+
+
+class Access:
+    """``buffer[items]``: an element (all indices) or a region (slices)."""
+
+    def __init__(self, buffer: Buffer, items: List[Tuple]):
+        self.buffer = buffer
+        self.items = items
+
+    def all_indices(self) -> bool:
+        return all(it[0] == "idx" for it in self.items)
+
+    def _kiln_expr(self) -> E.Expr:
+        if not self.all_indices():
+            raise KilnSourceError(
+                f"the region {self.buffer.py_name}[...] is used as a scalar")
+        if len(self.items) != len(self.buffer.shape):
+            raise KilnSourceError(
+                f"'{self.buffer.py_name}' has {len(self.buffer.shape)} dims; "
+                f"got {len(self.items)} indices")
+        return E.load(self.buffer.name, [it[1] for it in self.items],
+                      self.buffer.dtype_ir)
+
+
+class LocalVar:
+    """``T.alloc_var``: a one-element local tile read and assigned by name."""
+
+    def __init__(self, buffer: Buffer):
+        self.buffer = buffer
+
+    def _kiln_expr(self) -> E.Expr:
+        return E.load(self.buffer.name, [0], self.buffer.dtype_ir)
+
+
+def _is_kernel_value(v: Any) -> bool:
+    return isinstance(v, (E.Expr, Access, LocalVar, Buffer))
+
+
+class Macro:
+    """``@T.macro``: a helper whose statements are inlined where called."""
+
+    def __init__(self, func: Callable):
+        self.func = func
+        self._parsed: Optional[Tuple[ast.FunctionDef, str]] = None
+        functools.update_wrapper(self, func)
+
+    def parsed(self) -> Tuple[ast.FunctionDef, str]:
+        if self._parsed is None:
+            self._parsed = _parse_function(self.func)
+        return self._parsed
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise KilnSourceError(
+            f"macro {self.func.__name__} can only be called inside a "
+            "@T.prim_func body")
+
+
+class _Scope:
+    def __init__(self, parent: Optional["_Scope"]):
+        self.parent = parent
+        self.vars: Dict[str, Tuple[Any, str]] = {}
+
+
+def _parse_function(func: Callable) -> Tuple[ast.FunctionDef, str]:
+    """The def of ``func`` with line numbers of its file."""
+    code = func.__code__
+    filename = inspect.getsourcefile(func) or code.co_filename
+    try:
+        lines, start = inspect.getsourcelines(func)
+    except (OSError, TypeError) as e:
+        raise KilnSourceError(
+            f"cannot read the source of {func.__name__}: {e}; kernels and "
+            "macros must be defined in a file", filename,
+            code.co_firstlineno) from None
+    tree = ast.parse(textwrap.dedent("".join(lines)))
+    ast.increment_lineno(tree, start - 1)
+    fdef = tree.body[0]
+    if not isinstance(fdef, ast.FunctionDef):
+        raise KilnSourceError("@T.prim_func and @T.macro decorate a def",
+                              filename, start)
+    return fdef, filename
+
+
+def _function_env(func: Callable) -> Dict[str, Any]:
+    """What names in ``func`` see: builtins, globals, then its closure."""
+    env: Dict[str, Any] = dict(vars(builtins))
+    env.update(func.__globals__)
+    code = func.__code__
+    for name, cell in zip(code.co_freevars, func.__closure__ or ()):
+        try:
+            env[name] = cell.cell_contents
+        except ValueError:
+            pass  # a closure variable not assigned yet
+    return env
+
+
+def translate(func: Callable) -> PrimFunc:
+    """Translates ``func`` (the function under ``@T.prim_func``)."""
+    return _Translator(func).run()
+
+
+class _Translator:
+    def __init__(self, func: Callable):
+        self.func = func
+        self.fdef, self.filename = _parse_function(func)
+        self.env = _function_env(func)
+        self.names = NameTable()
+        self.scope = _Scope(None)
+        self.lines: List[List] = []  # [depth, text, python line]
+        self.depth = 0
+        self.in_parallel = 0
+        self.kernel_seen = False
+        self.params: List[Param] = []
+        self.symbols: Dict[str, str] = {}
+        self.tunables: Dict[str, Tuple[int, ...]] = {}
+        self.assumes: List[str] = []
+        self.launch_text = ""
+        self.rasterized = False
+        self.node: ast.AST = self.fdef
+
+    # --- errors ------------------------------------------------------------
+
+    def error(self, message: str,
+              node: Optional[ast.AST] = None) -> KilnSourceError:
+        node = node or self.node
+        return KilnSourceError(message, self.filename,
+                               getattr(node, "lineno", None),
+                               getattr(node, "col_offset", None))
+
+    def _locate(self, e: KilnSourceError, node: ast.AST) -> KilnSourceError:
+        return e.located(self.filename, getattr(node, "lineno", 0),
+                         getattr(node, "col_offset", None))
+
+    # --- driver ------------------------------------------------------------
+
+    def run(self) -> PrimFunc:
+        name = self.fdef.name
+        if not name.isascii() or len(name) > 128:
+            # Any identifier names a kernel, keywords included.
+            raise self.error(f"kernel name '{name}' is not an ASCII "
+                             "identifier of at most 128 characters", self.fdef)
+        self._reserve_closure_tunables()
+        self._bind_params()
+        body = self.fdef.body
+        if body and isinstance(body[0], ast.Expr) and \
+                isinstance(body[0].value, ast.Constant) and \
+                isinstance(body[0].value.value, str):
+            body = body[1:]
+        for stmt in body:
+            self.node = stmt
+            if isinstance(stmt, ast.With):
+                self._kernel(stmt)
+            elif isinstance(stmt, (ast.Assign, ast.Pass)) and \
+                    not self.kernel_seen:
+                self.stmt(stmt)
+                if self.lines:
+                    raise self.error("only `with T.Kernel(...)` may emit "
+                                     "kernel code in a prim_func body", stmt)
+            else:
+                raise self.error(
+                    "a prim_func body holds one `with T.Kernel(...) as ...:` "
+                    "block; put this statement inside it", stmt)
+        if not self.kernel_seen:
+            raise self.error(f"prim_func '{name}' has no "
+                             "`with T.Kernel(...)` block", self.fdef)
+        return self._assemble(name)
+
+    def _reserve_closure_tunables(self) -> None:
+        for value in self.env.values():
+            if isinstance(value, E.Expr):
+                for n in E.names_in(value):
+                    if isinstance(n, E.Tunable):
+                        self._tunable(n)
+
+    def _tunable(self, t: E.Tunable) -> None:
+        if t.a not in self.tunables:
+            self.names.interface(t.a, "tunable")
+            self.tunables[t.a] = tuple(sorted(set(t.b)))
+
+    def _bind_params(self) -> None:
+        args = self.fdef.args
+        if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs:
+            raise self.error("prim_func parameters are plain names "
+                             "annotated with T.Tensor(...) or a dtype")
+        annotations = self.func.__annotations__
+        for arg in args.args:
+            self.node = arg
+            ann = annotations.get(arg.arg)
+            try:
+                if isinstance(ann, str):
+                    ann = self.ev(ast.parse(ann, mode="eval").body)
+                self._bind_param(arg.arg, ann)
+            except KilnSourceError as e:
+                raise self._locate(e, arg) from None
+
+    def _bind_param(self, name: str, ann: Any) -> None:
+        pname = self.names.interface(name, "parameter")
+        if isinstance(ann, TensorType):
+            shape = []
+            for d in ann.shape:
+                if isinstance(d, E.Symbol):
+                    if d.a not in self.symbols:
+                        self.names.interface(d.a, "symbolic dim")
+                        self.symbols[d.a] = d.a
+                    shape.append(d.a)
+                elif isinstance(d, numbers.Integral) and \
+                        not isinstance(d, bool) and d > 0:
+                    shape.append(int(d))
+                else:
+                    raise KilnSourceError(
+                        f"dim {d!r} of parameter '{name}': tensor dims are "
+                        "positive ints or T.symbolic(...) names (not tunables "
+                        "or expressions)")
+            strides = None
+            if ann.strides is not None:
+                if len(ann.strides) != len(shape):
+                    raise KilnSourceError(
+                        f"'{name}' has {len(shape)} dims but "
+                        f"{len(ann.strides)} strides")
+                strides = tuple(self.r(s) for s in ann.strides)
+            self.params.append(Param(pname, ann.dtype, tuple(shape), strides))
+            buf = Buffer(pname, "global", ann.dtype, tuple(
+                E.Symbol(d) if isinstance(d, str) else d for d in shape), name)
+            self.scope.vars[name] = (buf, "buffer")
+        elif isinstance(ann, DType) or isinstance(ann, str):
+            dtype = to_ir(ann)
+            self.params.append(Param(pname, dtype))
+            self.scope.vars[name] = (E.Expr("name", pname, ty=dtype), "param")
+        else:
+            raise KilnSourceError(
+                f"parameter '{name}' needs an annotation: "
+                f"T.Tensor(shape, dtype) or a scalar dtype; got {ann!r}")
+
+    def _assemble(self, name: str) -> PrimFunc:
+        params = []
+        for p in self.params:
+            if p.is_tensor:
+                text = f"{p.name}: {p.dtype}[{', '.join(map(str, p.shape))}]"
+                if p.strides:
+                    text += f" strides [{', '.join(p.strides)}]"
+            else:
+                text = f"{p.name}: {p.dtype}"
+            params.append(text)
+        head = [f"kernel {name}({', '.join(params)})"]
+        for t, values in self.tunables.items():
+            head.append(f"  tune {t} in [{', '.join(map(str, values))}]")
+        for a in self.assumes:
+            head.append(f"  assume {a}")
+        head.append("  " + self.launch_text)
+        line_map = {i + 1: self.fdef.lineno for i in range(len(head))}
+        out = list(head)
+        for depth, text, line in self.lines:
+            out.append("  " * depth + text)
+            line_map[len(out)] = line
+        out.append("}")
+        line_map[len(out)] = self.fdef.lineno
+        tunables = dict(self.tunables)
+        return PrimFunc(name, "\n".join(out) + "\n", self.params,
+                        list(self.symbols), tunables, self.filename,
+                        self.fdef.lineno, line_map)
+
+    # --- emitting ----------------------------------------------------------
+
+    def emit(self, text: str) -> int:
+        self.lines.append([self.depth, text, getattr(self.node, "lineno", 0)])
+        return len(self.lines) - 1
+
+    def r(self, value: Any) -> str:
+        """Renders a kernel value, recording the tunables it uses."""
+        e = E.as_expr(value)
+        for n in E.names_in(e):
+            if isinstance(n, E.Tunable):
+                self._tunable(n)
+            elif isinstance(n, E.Symbol) and n.a not in self.symbols:
+                raise KilnSourceError(
+                    f"symbolic dim '{n.a}' is not a dim of any tensor "
+                    "parameter, so nothing binds it at launch")
+        return E.render(e)
+
+    # --- scopes ------------------------------------------------------------
+
+    def lookup(self, name: str) -> Tuple[Any, str, Optional[_Scope]]:
+        s: Optional[_Scope] = self.scope
+        while s is not None:
+            if name in s.vars:
+                value, kind = s.vars[name]
+                return value, kind, s
+            s = s.parent
+        if name in self.env:
+            return self.env[name], "python", None
+        raise KilnSourceError(f"name '{name}' is not defined")
+
+    def block(self, stmts: List[ast.stmt]) -> None:
+        """Walks ``stmts`` one level deeper, in a child scope."""
+        self.depth += 1
+        self.scope = _Scope(self.scope)
+        try:
+            for s in stmts:
+                self.stmt(s)
+        finally:
+            self.scope = self.scope.parent  # type: ignore[assignment]
+            self.depth -= 1
+
+    def bind(self, name: str, value: Any, kind: str) -> None:
+        self.scope.vars[name] = (value, kind)
+
+    # --- statements --------------------------------------------------------
+
+    def stmt(self, node: ast.stmt) -> None:
+        saved = self.node
+        self.node = node
+        method = getattr(self, "stmt_" + type(node).__name__, None)
+        try:
+            if method is None:
+                raise KilnSourceError(
+                    f"'{type(node).__name__}' statements are not supported "
+                    "in a kernel")
+            method(node)
+        except KilnSourceError as e:
+            raise self._locate(e, node) from None
+        finally:
+            self.node = saved
+
+    def _kernel(self, node: ast.With) -> None:
+        if self.kernel_seen:
+            raise self.error("a prim_func holds one `with T.Kernel(...)`")
+        if len(node.items) != 1:
+            raise self.error("use one `with T.Kernel(...) as (bx, by):`")
+        item = node.items[0]
+        try:
+            launch = self.ev(item.context_expr)
+        except KilnSourceError as e:
+            raise self._locate(e, node) from None
+        if not isinstance(launch, KernelLaunch):
+            raise self.error("only `with T.Kernel(...)` is supported here")
+        n = len(launch.blocks)
+        target = item.optional_vars
+        if target is None:
+            py_names = ["bx", "by", "bz"][:n]
+        elif isinstance(target, ast.Name):
+            py_names = [target.id]
+        elif isinstance(target, (ast.Tuple, ast.List)) and \
+                all(isinstance(t, ast.Name) for t in target.elts):
+            py_names = [t.id for t in target.elts]  # type: ignore
+        else:
+            raise self.error("bind the block indices to names: "
+                             "`as (bx, by)`")
+        if len(py_names) != n:
+            raise self.error(f"T.Kernel has {n} grid extents but binds "
+                             f"{len(py_names)} block indices")
+        self.kernel_seen = True
+        try:
+            grid = ", ".join(self.r(b) for b in launch.blocks)
+            threads = self.r(launch.threads)
+            cluster = ""
+            if launch.cluster and any(not (isinstance(c, int) and c == 1)
+                                      for c in launch.cluster):
+                cluster = " cluster(" + ", ".join(
+                    self.r(c) for c in launch.cluster) + ")"
+        except KilnSourceError as e:
+            raise self._locate(e, node) from None
+        ir_names = []
+        for py in py_names:
+            ir = self.names.fresh(py)
+            ir_names.append(ir)
+            self.bind(py, E.Expr("name", ir, ty="int"), "block")
+        self.launch_text = (f"grid({grid}) threads({threads}){cluster} "
+                            f"({', '.join(ir_names)}) {{")
+        self.block(node.body)
+
+    def stmt_Pass(self, node: ast.Pass) -> None:
+        return None
+
+    def stmt_Expr(self, node: ast.Expr) -> None:
+        if isinstance(node.value, ast.Constant) and \
+                isinstance(node.value.value, str):
+            return  # a docstring or a comment string
+        value = self.ev(node.value)
+        if value is not None:
+            raise self.error("the value of this expression is unused")
+
+    def stmt_With(self, node: ast.With) -> None:
+        raise self.error("`with` inside a kernel is not supported (one "
+                         "`with T.Kernel(...)` makes the kernel)")
+
+    def stmt_Return(self, node: ast.Return) -> None:
+        raise self.error("a kernel body cannot return")
+
+    def stmt_Assert(self, node: ast.Assert) -> None:
+        cond = self.ev(node.test)
+        if _is_kernel_value(cond):
+            raise self.error("assert needs a Python value; use T.assume "
+                             "for a fact checked at launch")
+        if not cond:
+            msg = self.ev(node.msg) if node.msg else "assertion failed"
+            raise self.error(str(msg))
+
+    def stmt_AnnAssign(self, node: ast.AnnAssign) -> None:
+        if node.value is None or not isinstance(node.target, ast.Name):
+            raise self.error("annotated assignments need a name and a value")
+        dtype = self.ev(node.annotation)
+        self._assign_name(node.target.id, E.cast(dtype, self.ev(node.value)))
+
+    def stmt_Assign(self, node: ast.Assign) -> None:
+        if len(node.targets) != 1:
+            raise self.error("chained assignment is not supported")
+        target = node.targets[0]
+        if isinstance(target, ast.Name) and isinstance(node.value, ast.Call):
+            fn = self.ev(node.value.func)
+            op = getattr(fn, "_kiln_op", None)
+            if op is not None and op.startswith("alloc_"):
+                args, kwargs = self._call_args(node.value)
+                self._need_tile_context(f"T.{op}")
+                tileops.alloc(self, op, fn.__wrapped__, target.id, args,
+                              kwargs)
+                return
+        value = self.ev(node.value)
+        if isinstance(target, ast.Name):
+            self._assign_name(target.id, value)
+        elif isinstance(target, ast.Subscript):
+            self._store(target, "=", value)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            if _is_kernel_value(value) or \
+                    not isinstance(value, (tuple, list)) or \
+                    len(value) != len(target.elts):
+                raise self.error("tuple assignment needs a Python tuple of "
+                                 "the same length")
+            for t, v in zip(target.elts, value):
+                if not isinstance(t, ast.Name):
+                    raise self.error("tuple assignment targets are names")
+                self._assign_name(t.id, v)
+        else:
+            raise self.error("unsupported assignment target")
+
+    def _assign_name(self, name: str, value: Any) -> None:
+        try:
+            old, kind, scope = self.lookup(name)
+        except KilnSourceError:
+            old, kind, scope = None, "", None
+        if kind == "var":
+            self._emit_store(old.buffer, [0], "=", value)
+            return
+        if kind in ("block", "loop", "param"):
+            raise KilnSourceError(
+                f"'{name}' is a {kind} name and cannot be reassigned")
+        if isinstance(value, (Access, LocalVar)):
+            value = E.as_expr(value)
+        outer = scope is not None and scope is not self.scope
+        if not _is_kernel_value(value):
+            if kind in ("let", "buffer"):
+                raise KilnSourceError(
+                    f"'{name}' names a kernel value; it cannot be rebound "
+                    "to a Python value")
+            # Python values follow Python: the walk passes each block once,
+            # so an assignment updates the scope that holds the name.
+            (scope if outer and kind == "python" else self.scope).vars[
+                name] = (value, "python")
+            return
+        if outer:
+            raise KilnSourceError(
+                f"'{name}' is assigned here but defined in an enclosing "
+                "block: a kernel name cannot change value across blocks "
+                "(use T.alloc_var for a mutable scalar)")
+        if isinstance(value, Buffer):
+            self.bind(name, value, "buffer")  # an alias of a buffer
+            return
+        ir = self.names.fresh(name)
+        self.emit(f"let {ir} = {self.r(value)}")
+        self.bind(name, E.Expr("name", ir, ty=value.ty), "let")
+
+    def stmt_AugAssign(self, node: ast.AugAssign) -> None:
+        value = self.ev(node.value)
+        op = type(node.op)
+        if isinstance(node.target, ast.Subscript):
+            if op in _STORE_OPS:
+                self._store(node.target, _STORE_OPS[op], value)
+            else:
+                current = self.ev(node.target)
+                self._store(node.target, "=",
+                            E.binop(_BINOPS[op], current, value))
+            return
+        if not isinstance(node.target, ast.Name):
+            raise self.error("unsupported augmented assignment target")
+        name = node.target.id
+        old, kind, _ = self.lookup(name)
+        if kind == "var" and op in _STORE_OPS:
+            self._emit_store(old.buffer, [0], _STORE_OPS[op], value)
+            return
+        if op not in _BINOPS:
+            raise self.error("unsupported operator")
+        self._assign_name(name, E.binop(_BINOPS[op], old, value)
+                          if _is_kernel_value(old) or _is_kernel_value(value)
+                          else _py_binop(_BINOPS[op], old, value))
+
+    def _store(self, target: ast.Subscript, op: str, value: Any) -> None:
+        base = self.ev(target.value)
+        if isinstance(base, LocalVar):
+            base = base.buffer
+        if not isinstance(base, Buffer):
+            raise self.error("only tile elements can be assigned "
+                             f"(got {type(base).__name__})")
+        items = self._items(base, target.slice)
+        if any(it[0] != "idx" for it in items):
+            raise self.error(
+                f"assigning a region of '{base.py_name}' is not supported; "
+                "use T.fill, T.copy or a T.Parallel loop")
+        self._emit_store(base, [it[1] for it in items], op, value)
+
+    def _emit_store(self, buf: Buffer, idx: List[Any], op: str,
+                    value: Any) -> None:
+        if buf.scope == "global":
+            raise KilnSourceError(
+                f"'{buf.py_name}' is a global tensor: write it with T.copy or "
+                "T.atomic_add")
+        if buf.scope != "local" and not self.in_parallel:
+            raise KilnSourceError(
+                f"'{buf.py_name}' is a {buf.scope} tile: store its elements "
+                "inside a T.Parallel loop (only local tiles are stored "
+                "outside one)")
+        if len(idx) != len(buf.shape):
+            raise KilnSourceError(
+                f"'{buf.py_name}' has {len(buf.shape)} dims; got "
+                f"{len(idx)} indices")
+        target = E.load(buf.name, idx, buf.dtype_ir)
+        self.emit(f"{self.r(target)} {op} {self.r(value)}")
+
+    def stmt_If(self, node: ast.If) -> None:
+        cond = self.ev(node.test)
+        if not _is_kernel_value(cond):
+            self._static_block(node.body if cond else node.orelse)
+            return
+        self.emit(f"if {self._cond(cond)} {{")
+        self.block(node.body)
+        orelse = node.orelse
+        while orelse:
+            if len(orelse) == 1 and isinstance(orelse[0], ast.If):
+                saved = self.node
+                self.node = orelse[0]
+                c = self.ev(orelse[0].test)
+                self.node = saved
+                if _is_kernel_value(c):
+                    self._close_and(f"}} else if {self._cond(c)} {{",
+                                    orelse[0])
+                    self.block(orelse[0].body)
+                    orelse = orelse[0].orelse
+                    continue
+                orelse = orelse[0].body if c else orelse[0].orelse
+                if not orelse:
+                    break
+            self._close_and("} else {", orelse[0])
+            self.block(orelse)
+            break
+        self.emit("}")
+
+    def _close_and(self, text: str, node: ast.AST) -> None:
+        saved = self.node
+        self.node = node
+        self.emit(text)
+        self.node = saved
+
+    def _static_block(self, stmts: List[ast.stmt]) -> None:
+        # A branch chosen in Python shares the enclosing scope, as in Python.
+        for s in stmts:
+            self.stmt(s)
+
+    def _cond(self, cond: Any) -> str:
+        e = E.as_expr(cond)
+        if e.ty != "bool":
+            raise KilnSourceError(
+                f"the condition '{e}' is not a bool; compare it explicitly "
+                "(e.g. `!= 0`)")
+        return self.r(e)
+
+    def stmt_For(self, node: ast.For) -> None:
+        if node.orelse:
+            raise self.error("for-else is not supported in a kernel")
+        spec = self.ev(node.iter)
+        if isinstance(spec, range):
+            if spec.step != 1:
+                raise self.error("range() with a step is not supported")
+            spec = LoopSpec("serial", (spec.start, spec.stop)
+                            if spec.start else (spec.stop,))
+        if not isinstance(spec, LoopSpec):
+            self._python_loop(node, spec)
+            return
+        if spec.kind == "parallel":
+            self._parallel(node, spec)
+            return
+        if not isinstance(node.target, ast.Name):
+            raise self.error("the loop variable must be a single name")
+        if self.in_parallel and spec.kind == "pipelined":
+            raise self.error("T.Pipelined cannot run inside T.Parallel")
+        bounds = ", ".join(self.r(a) for a in spec.args)
+        if spec.kind == "pipelined":
+            st = spec.stages
+            if isinstance(st, int) and not 1 <= st <= 8:
+                raise self.error(f"num_stages={st}: expected 0 (off) to 8")
+            bounds += f", stages={self.r(st)}"
+        ir = self.names.fresh(node.target.id)
+        self.emit(f"for {ir} in {spec.kind}({bounds}) {{")
+        self.depth += 1
+        self.scope = _Scope(self.scope)
+        try:
+            self.bind(node.target.id, E.Expr("name", ir, ty="int"), "loop")
+            for s in node.body:
+                self.stmt(s)
+        finally:
+            self.scope = self.scope.parent  # type: ignore[assignment]
+            self.depth -= 1
+        self.emit("}")
+
+    def _parallel(self, node: ast.For, spec: LoopSpec) -> None:
+        if self.in_parallel:
+            raise self.error("T.Parallel loops cannot nest; write one "
+                             "T.Parallel(e0, e1) over both dims")
+        t = node.target
+        targets = [t] if isinstance(t, ast.Name) else \
+            list(t.elts) if isinstance(t, (ast.Tuple, ast.List)) else []
+        if not targets or not all(isinstance(x, ast.Name) for x in targets):
+            raise self.error("bind T.Parallel's indices to names")
+        if len(targets) != len(spec.args):
+            raise self.error(f"T.Parallel has {len(spec.args)} extents but "
+                             f"binds {len(targets)} names")
+        extents = ", ".join(self.r(a) for a in spec.args)
+        irs = [self.names.fresh(x.id) for x in targets]  # type: ignore
+        self.emit(f"parallel ({', '.join(irs)}) in ({extents}) {{")
+        self.depth += 1
+        self.in_parallel += 1
+        self.scope = _Scope(self.scope)
+        try:
+            for x, ir in zip(targets, irs):
+                var = E.Expr("name", ir, ty="int")
+                self.bind(x.id, var, "loop")  # type: ignore[attr-defined]
+            for s in node.body:
+                self.stmt(s)
+        finally:
+            self.scope = self.scope.parent  # type: ignore[assignment]
+            self.in_parallel -= 1
+            self.depth -= 1
+        self.emit("}")
+
+    def _python_loop(self, node: ast.For, iterable: Any) -> None:
+        """Unrolls a loop over a Python iterable at translation time."""
+        if _is_kernel_value(iterable):
+            raise self.error("loop over T.Pipelined, T.Parallel, T.Serial, "
+                             "T.Unroll or range()")
+        try:
+            values = list(iterable)
+        except TypeError:
+            raise self.error(
+                f"cannot loop over {type(iterable).__name__}; use T.Serial, "
+                "T.Pipelined or T.Parallel") from None
+        for v in values:
+            if isinstance(node.target, ast.Name):
+                self._assign_name(node.target.id, v)
+            else:
+                raise self.error("the loop variable must be a single name")
+            for s in node.body:
+                self.stmt(s)
+
+    def _need_tile_context(self, what: str) -> None:
+        if self.in_parallel:
+            raise KilnSourceError(
+                f"{what} cannot be used inside T.Parallel (its body holds "
+                "element assignments, lets, ifs and serial loops)")
+
+    # --- expressions -------------------------------------------------------
+
+    def ev(self, node: ast.AST) -> Any:
+        method = getattr(self, "ev_" + type(node).__name__, None)
+        if method is None:
+            raise self.error(f"'{type(node).__name__}' expressions are not "
+                             "supported in a kernel", node)
+        try:
+            return method(node)
+        except KilnSourceError as e:
+            raise self._locate(e, node) from None
+
+    def ev_Constant(self, node: ast.Constant) -> Any:
+        return node.value
+
+    def ev_Name(self, node: ast.Name) -> Any:
+        value, _, _ = self.lookup(node.id)
+        return value
+
+    def ev_Attribute(self, node: ast.Attribute) -> Any:
+        base = self.ev(node.value)
+        try:
+            return getattr(base, node.attr)
+        except AttributeError:
+            what = getattr(base, "__name__", type(base).__name__)
+            raise KilnSourceError(
+                f"'{what}' has no attribute '{node.attr}'") from None
+
+    def ev_Tuple(self, node: ast.Tuple) -> Any:
+        return tuple(self._elts(node.elts))
+
+    def ev_List(self, node: ast.List) -> Any:
+        return list(self._elts(node.elts))
+
+    def _elts(self, elts: List[ast.expr]) -> List[Any]:
+        out: List[Any] = []
+        for e in elts:
+            if isinstance(e, ast.Starred):
+                out.extend(self.ev(e.value))
+            else:
+                out.append(self.ev(e))
+        return out
+
+    def ev_Dict(self, node: ast.Dict) -> Any:
+        if any(k is None for k in node.keys):
+            raise self.error("** in a dict display is not supported", node)
+        return {self.ev(k): self.ev(v) for k, v in zip(node.keys, node.values)}
+
+    def ev_Subscript(self, node: ast.Subscript) -> Any:
+        base = self.ev(node.value)
+        if isinstance(base, LocalVar):
+            base = base.buffer
+        if isinstance(base, Buffer):
+            return Access(base, self._items(base, node.slice))
+        index = self.ev(node.slice)
+        if _is_kernel_value(index):
+            raise KilnSourceError("a Python sequence cannot be indexed by a "
+                                  "kernel value")
+        return base[index]
+
+    def _items(self, buf: Buffer, node: ast.expr) -> List[Tuple]:
+        parts = node.elts if isinstance(node, ast.Tuple) else [node]
+        items: List[Tuple] = []
+        for p in parts:
+            if isinstance(p, ast.Slice):
+                if p.step is not None:
+                    raise self.error("slices with a step are not supported", p)
+                lo = None if p.lower is None else self.ev(p.lower)
+                hi = None if p.upper is None else self.ev(p.upper)
+                items.append(("slice", _scalar(lo), _scalar(hi)))
+            else:
+                v = self.ev(p)
+                if isinstance(v, (tuple, list)):
+                    items.extend(("idx", _scalar(x)) for x in v)
+                else:
+                    items.append(("idx", _scalar(v)))
+        return items
+
+    def ev_BinOp(self, node: ast.BinOp) -> Any:
+        a, b = self.ev(node.left), self.ev(node.right)
+        if isinstance(node.op, ast.Pow):
+            return E.power(_scalar(a), _scalar(b))
+        op = _BINOPS.get(type(node.op))
+        if op is None:
+            raise KilnSourceError("unsupported operator")
+        if not (_is_kernel_value(a) or _is_kernel_value(b)):
+            return _py_binop(op, a, b)
+        return E.binop(op, _scalar(a), _scalar(b))
+
+    def ev_UnaryOp(self, node: ast.UnaryOp) -> Any:
+        v = self.ev(node.operand)
+        if isinstance(node.op, ast.UAdd):
+            return v
+        op = {ast.USub: "-", ast.Invert: "~", ast.Not: "!"}[type(node.op)]
+        if not _is_kernel_value(v):
+            return {"-": lambda x: -x, "~": lambda x: ~x,
+                    "!": lambda x: not x}[op](v)
+        return E.unop(op, _scalar(v))
+
+    def ev_BoolOp(self, node: ast.BoolOp) -> Any:
+        op = "&&" if isinstance(node.op, ast.And) else "||"
+        result = self.ev(node.values[0])
+        for v in node.values[1:]:
+            if not _is_kernel_value(result):
+                # Python short-circuit on a Python value.
+                if (op == "&&" and not result) or (op == "||" and result):
+                    return result
+                result = self.ev(v)
+                continue
+            result = E.logical(op, _scalar(result), _scalar(self.ev(v)))
+        return result
+
+    def ev_Compare(self, node: ast.Compare) -> Any:
+        left = self.ev(node.left)
+        result: Any = None
+        for op, right_node in zip(node.ops, node.comparators):
+            right = self.ev(right_node)
+            cmp = _CMPOPS.get(type(op))
+            if not (_is_kernel_value(left) or _is_kernel_value(right)):
+                value = _py_compare(op, left, right)
+            elif cmp is None:
+                raise KilnSourceError(
+                    "only < <= > >= == != compare kernel values")
+            else:
+                value = E.compare(cmp, _scalar(left), _scalar(right))
+            result = value if result is None else \
+                E.logical("&&", result, value)
+            left = right
+        return result
+
+    def ev_IfExp(self, node: ast.IfExp) -> Any:
+        cond = self.ev(node.test)
+        if not _is_kernel_value(cond):
+            return self.ev(node.body if cond else node.orelse)
+        return E.call("select", [_scalar(cond), _scalar(self.ev(node.body)),
+                                 _scalar(self.ev(node.orelse))])
+
+    def _call_args(self, node: ast.Call) -> Tuple[List[Any], Dict[str, Any]]:
+        args = self._elts(node.args)
+        kwargs: Dict[str, Any] = {}
+        for kw in node.keywords:
+            if kw.arg is None:
+                kwargs.update(self.ev(kw.value))
+            else:
+                kwargs[kw.arg] = self.ev(kw.value)
+        return args, kwargs
+
+    def ev_Call(self, node: ast.Call) -> Any:
+        fn = self.ev(node.func)
+        args, kwargs = self._call_args(node)
+        if isinstance(fn, Macro):
+            return self._inline(fn, args, kwargs)
+        op = getattr(fn, "_kiln_op", None)
+        if op is not None:
+            if op.startswith("alloc_"):
+                raise KilnSourceError(f"assign T.{op}(...) to a name")
+            self._need_tile_context(f"T.{op}")
+            tileops.run(self, op, fn.__wrapped__, args, kwargs)
+            return None
+        if fn is builtins.range:
+            if any(_is_kernel_value(a) for a in args):
+                return LoopSpec("serial", tuple(args[:2]) if len(args) > 1
+                                else tuple(args))
+        if fn in (builtins.max, builtins.min, builtins.abs) and \
+                any(_is_kernel_value(a) for a in args):
+            name = fn.__name__
+            if name != "abs" and len(args) > 2:
+                acc = args[0]
+                for a in args[1:]:
+                    acc = E.call(name, [_scalar(acc), _scalar(a)])
+                return acc
+            return E.call(name, [_scalar(a) for a in args])
+        args = [_scalar(a) if isinstance(a, Access) and a.all_indices()
+                else a for a in args]
+        try:
+            return fn(*args, **kwargs)
+        except KilnSourceError:
+            raise
+        except Exception as e:  # a user helper failed: say where
+            name = getattr(fn, "__name__", repr(fn))
+            raise KilnSourceError(
+                f"{name}(...) raised {type(e).__name__}: {e}") from e
+
+    def _inline(self, macro: "Macro", args: List[Any],
+                kwargs: Dict[str, Any]) -> Any:
+        """Walks a @T.macro body in place, its parameters bound to the
+        call's values (tiles, kernel values or Python values)."""
+        fdef, filename = macro.parsed()
+        try:
+            bound = inspect.signature(macro.func).bind(*args, **kwargs)
+        except TypeError as e:
+            raise KilnSourceError(f"{macro.func.__name__}(): {e}") from None
+        bound.apply_defaults()
+        saved = (self.env, self.scope, self.filename)
+        self.env = _function_env(macro.func)
+        self.scope = _Scope(None)
+        self.filename = filename
+        result = None
+        try:
+            for name, value in bound.arguments.items():
+                kind = "buffer" if isinstance(value, Buffer) else \
+                    "var" if isinstance(value, LocalVar) else \
+                    "param" if isinstance(value, E.Expr) else "python"
+                self.bind(name, _scalar(value) if isinstance(value, Access)
+                          else value, kind)
+            body = fdef.body
+            for i, stmt in enumerate(body):
+                if isinstance(stmt, ast.Return):
+                    if i != len(body) - 1:
+                        raise self.error("a macro returns only at its end",
+                                         stmt)
+                    result = None if stmt.value is None else \
+                        self.ev(stmt.value)
+                else:
+                    self.stmt(stmt)
+        finally:
+            self.env, self.scope, self.filename = saved
+        return result
+
+
+def _scalar(v: Any) -> Any:
+    """An element access as an Expr; anything else unchanged."""
+    if isinstance(v, (Access, LocalVar)):
+        return E.as_expr(v)
+    return v
+
+
+def _py_binop(op: str, a: Any, b: Any) -> Any:
+    import operator as o
+    fns = {"+": o.add, "-": o.sub, "*": o.mul, "/": o.truediv,
+           "//": o.floordiv, "%": o.mod, "<<": o.lshift, ">>": o.rshift,
+           "&": o.and_, "|": o.or_, "^": o.xor}
+    try:
+        return fns[op](a, b)
+    except Exception as e:
+        raise KilnSourceError(f"{type(e).__name__}: {e}") from e
+
+
+def _py_compare(op: ast.cmpop, a: Any, b: Any) -> Any:
+    import operator as o
+    fns = {ast.Lt: o.lt, ast.LtE: o.le, ast.Gt: o.gt, ast.GtE: o.ge,
+           ast.Eq: o.eq, ast.NotEq: o.ne, ast.Is: o.is_, ast.IsNot: o.is_not,
+           ast.In: lambda x, y: x in y, ast.NotIn: lambda x, y: x not in y}
+    return fns[type(op)](a, b)

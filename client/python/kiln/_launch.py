@@ -1,0 +1,262 @@
+"""Checks launch arguments against a kernel's parameters and marshals them.
+
+Everything here runs before libkiln is called, so a wrong shape, dtype,
+layout or device is a KilnArgumentError that names the parameter. NumPy and
+PyTorch are used only when the caller passes their objects.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import struct
+import sys
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from kiln._dsl.dtypes import FLOAT_DTYPES, INT_DTYPES
+from kiln.errors import KilnArgumentError
+
+# numpy / torch dtype names -> tile-IR dtype.
+_HOST_TO_IR = {
+    "float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64",
+    "int8": "i8", "uint8": "u8", "int16": "i16", "int32": "i32",
+    "int64": "i64", "uint32": "u32", "bool": "bool",
+    "float8_e4m3fn": "f8e4m3", "float8_e5m2": "f8e5m2",
+}
+_IR_TO_HOST = {v: k for k, v in _HOST_TO_IR.items()}
+_TILELANG_NAME = {"f16": "float16", "bf16": "bfloat16", "f32": "float32",
+                  "f64": "float64", "i8": "int8", "u8": "uint8",
+                  "i16": "int16", "i32": "int32", "i64": "int64",
+                  "u32": "uint32", "bool": "bool", "f8e4m3": "float8_e4m3",
+                  "f8e5m2": "float8_e5m2", "i4": "int4", "u4": "uint4"}
+_INT_FORMATS = {"i8": "<b", "u8": "<B", "i16": "<h", "i32": "<i",
+                "i64": "<q", "u32": "<I"}
+
+
+def dtype_name(ir: str) -> str:
+    """How an error message spells a dtype: ``float16 (f16)``."""
+    return f"{_TILELANG_NAME.get(ir, ir)} ({ir})"
+
+
+class TensorView:
+    """What the launch needs of one NumPy array or torch tensor."""
+
+    def __init__(self, obj: Any, kind: str, dtype: Optional[str],
+                 host_dtype: str, shape: Tuple[int, ...],
+                 strides: Tuple[int, ...], data: int, device: str):
+        self.obj = obj
+        self.kind = kind  # "numpy" or "torch"
+        self.dtype = dtype  # tile-IR name, None when unsupported
+        self.host_dtype = host_dtype
+        self.shape = shape
+        self.strides = strides  # in elements
+        self.data = data
+        self.device = device  # "cpu" or "cuda:N"
+
+
+def _is_numpy(obj: Any) -> bool:
+    np = sys.modules.get("numpy")
+    return np is not None and isinstance(obj, np.ndarray)
+
+
+def _is_torch(obj: Any) -> bool:
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(obj, torch.Tensor)
+
+
+_NUMPY_NAMES: Dict[Any, str] = {}  # numpy dtype -> name (dtype.name is slow)
+
+
+def view(obj: Any, where: str) -> TensorView:
+    """A TensorView of ``obj``, or KilnArgumentError if it is no tensor."""
+    if _is_numpy(obj):
+        dt = obj.dtype
+        name = _NUMPY_NAMES.get(dt)
+        if name is None:
+            name = _NUMPY_NAMES.setdefault(dt, dt.name)
+        if obj.flags.c_contiguous:
+            strides = _row_major(obj.shape)
+        else:
+            item = dt.itemsize
+            for s in obj.strides:
+                if s % item:
+                    raise KilnArgumentError(
+                        f"{where}: strides {obj.strides} (bytes) are not "
+                        "whole elements")
+            strides = tuple(s // item for s in obj.strides)
+        return TensorView(obj, "numpy", _HOST_TO_IR.get(name), name,
+                          obj.shape, strides, obj.ctypes.data, "cpu")
+    if _is_torch(obj):
+        name = str(obj.dtype).replace("torch.", "")
+        device = str(obj.device)
+        if device == "cuda":
+            device = f"cuda:{obj.device.index or 0}"
+        return TensorView(obj, "torch", _HOST_TO_IR.get(name), name,
+                          tuple(obj.shape), tuple(obj.stride()),
+                          obj.data_ptr(), device)
+    raise KilnArgumentError(
+        f"{where}: expected a NumPy array or a torch tensor; got "
+        f"{type(obj).__name__}")
+
+
+def _row_major(shape: Sequence[int]) -> Tuple[int, ...]:
+    out, acc = [], 1
+    for d in reversed(shape):
+        out.append(acc)
+        acc *= d
+    return tuple(reversed(out))
+
+
+def _contiguous(v: TensorView) -> bool:
+    expect = _row_major(v.shape)
+    return all(d == 1 or s == e for d, s, e in zip(v.shape, v.strides, expect))
+
+
+def check_tensor(param: Any, v: TensorView,
+                 symbols: Dict[str, Tuple[int, str]], where: str) -> None:
+    """Checks dtype, rank, dims (binding symbols) and layout."""
+    if v.dtype != param.dtype:
+        raise KilnArgumentError(
+            f"{where}: expected dtype {dtype_name(param.dtype)}; got "
+            f"{v.host_dtype}")
+    if len(v.shape) != len(param.shape):
+        raise KilnArgumentError(
+            f"{where}: expected {len(param.shape)} dims "
+            f"{_fmt_shape(param.shape)}; got shape {list(v.shape)}")
+    for i, (want, got) in enumerate(zip(param.shape, v.shape)):
+        if isinstance(want, int):
+            if want != got:
+                raise KilnArgumentError(
+                    f"{where}: dim {i} must be {want} (shape "
+                    f"{_fmt_shape(param.shape)}); got shape {list(v.shape)}")
+            continue
+        seen = symbols.get(want)
+        if seen is None:
+            symbols[want] = (got, f"argument '{param.name}' has {want} = "
+                                  f"{got} (dim {i})")
+        elif seen[0] != got:
+            raise KilnArgumentError(
+                f"{where}: dim {i} is {want} = {got}, but {seen[1]}")
+    if param.strides is None and not _contiguous(v):
+        raise KilnArgumentError(
+            f"{where}: must be contiguous (row-major); got strides "
+            f"{list(v.strides)} for shape {list(v.shape)} (use "
+            "np.ascontiguousarray or .contiguous())")
+
+
+def _fmt_shape(shape: Sequence[Any]) -> str:
+    return "[" + ", ".join(map(str, shape)) + "]"
+
+
+def pack_scalar(dtype: str, value: Any, where: str) -> bytes:
+    """The 8 scalar bytes of kiln_arg for ``value`` as ``dtype``."""
+    if _is_numpy(value) or _is_torch(value):
+        raise KilnArgumentError(f"{where}: expected a Python scalar of "
+                                f"{dtype_name(dtype)}; got a tensor")
+    if hasattr(value, "item") and not isinstance(value, (int, float, bool)):
+        value = value.item()  # NumPy scalar types
+    if dtype == "bool":
+        if not isinstance(value, (bool, int)):
+            raise KilnArgumentError(f"{where}: expected a bool; got {value!r}")
+        raw = struct.pack("<?", bool(value))
+    elif dtype in INT_DTYPES:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise KilnArgumentError(
+                f"{where}: expected an int for {dtype_name(dtype)}; got "
+                f"{value!r}")
+        fmt = _INT_FORMATS.get(dtype)
+        if fmt is None:
+            raise KilnArgumentError(f"{where}: {dtype} scalars are not "
+                                    "supported")
+        try:
+            raw = struct.pack(fmt, value)
+        except struct.error:
+            raise KilnArgumentError(
+                f"{where}: {value} is out of range for {dtype_name(dtype)}") \
+                from None
+    elif dtype in FLOAT_DTYPES:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise KilnArgumentError(
+                f"{where}: expected a number for {dtype_name(dtype)}; got "
+                f"{value!r}")
+        if dtype == "f32":
+            raw = struct.pack("<f", value)
+        elif dtype == "f64":
+            raw = struct.pack("<d", value)
+        elif dtype == "f16":
+            raw = struct.pack("<e", value)
+        elif dtype == "bf16":
+            raw = struct.pack("<H", _bf16_bits(float(value)))
+        else:
+            raise KilnArgumentError(f"{where}: {dtype} scalars are not "
+                                    "supported")
+    else:
+        raise KilnArgumentError(f"{where}: {dtype} scalars are not supported")
+    return raw.ljust(8, b"\0")
+
+
+def _bf16_bits(value: float) -> int:
+    bits = struct.unpack("<I", struct.pack("<f", value))[0]
+    if (bits & 0x7F800000) == 0x7F800000 and bits & 0x7FFFFF:
+        return 0x7FC0  # NaN
+    bits += 0x7FFF + ((bits >> 16) & 1)  # round to nearest even
+    return (bits >> 16) & 0xFFFF
+
+
+def allocate(like: TensorView, dtype: str, shape: Tuple[int, ...],
+             where: str) -> Any:
+    """An uninitialised output like ``like`` (NumPy or torch, same device)."""
+    host = _IR_TO_HOST.get(dtype)
+    if like.kind == "torch":
+        torch = sys.modules["torch"]
+        tdtype = getattr(torch, host or "", None)
+        if tdtype is None:
+            raise KilnArgumentError(f"{where}: torch has no {dtype} dtype")
+        return torch.empty(shape, dtype=tdtype, device=like.obj.device)
+    np = sys.modules.get("numpy")
+    if np is None:
+        raise KilnArgumentError(f"{where}: allocating an output needs NumPy")
+    try:
+        np_dtype = np.dtype(host)
+    except TypeError:
+        np_dtype = None
+    if host is None or np_dtype is None:
+        raise KilnArgumentError(
+            f"{where}: NumPy has no {dtype_name(dtype)} dtype (install "
+            "ml_dtypes for bfloat16 and float8), or pass the output in")
+    return np.empty(shape, dtype=np_dtype)
+
+
+class Marshalled:
+    """A ``kiln_arg[]`` array and the buffers it points into."""
+
+    def __init__(self, args: Any, keep: List[Any]):
+        self.args = args
+        self.keep = keep
+
+
+def marshal(params: Sequence[Any], values: Sequence[Any]) -> Marshalled:
+    """Builds kiln_arg entries: TensorViews for tensors, bytes for scalars."""
+    from kiln._capi import make_args
+    arr = make_args(len(params))
+    keep: List[Any] = []
+    for i, (p, v) in enumerate(zip(params, values)):
+        a = arr[i]
+        dtype = p.dtype.encode()
+        keep.append(dtype)
+        a.dtype = dtype
+        if p.is_tensor:
+            a.is_tensor = 1
+            a.data = v.data
+            a.rank = len(v.shape)
+            shape = (ctypes.c_int64 * max(a.rank, 1))(*v.shape)
+            keep.append(shape)
+            a.shape = shape
+            if p.strides is not None:
+                strides = (ctypes.c_int64 * max(a.rank, 1))(*v.strides)
+                keep.append(strides)
+                a.strides = strides
+            keep.append(v.obj)
+        else:
+            a.is_tensor = 0
+            ctypes.memmove(a.scalar, v, 8)
+    return Marshalled(arr, keep)

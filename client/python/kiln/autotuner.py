@@ -1,0 +1,185 @@
+"""``@kiln.autotune(configs=...)`` over ``@kiln.jit``, as TileLang stacks them.
+
+What it does today (the daemon's autotuner RPC comes later):
+
+- Integer config values become tile-IR tunables: the jit function is called
+  once with placeholders, so the kernel's IR carries ``tune NAME in [...]``
+  and each config is a set of bindings of one program. If that call fails
+  (the function uses a value in Python control flow, or a value is not an
+  int), each config is translated separately with its values as constants.
+- The configs are tried on the first launch, with that launch's arguments:
+  each is compiled, run on copies of the arguments (``warmup`` and ``rep``
+  are milliseconds, as in TileLang), timed with a wall clock, and the fastest
+  is kept. Configs that fail to compile or launch are skipped and recorded in
+  ``results``. Results are not checked against each other, nor stored.
+"""
+
+from __future__ import annotations
+
+import copy as _copy
+import sys
+import threading
+import time
+from typing import Any, Callable, Dict, List, Optional, Sequence, Union
+
+from kiln._dsl.expr import Tunable
+from kiln._dsl.names import RESERVED
+from kiln.errors import KilnArgumentError, KilnError
+from kiln.jit import JITFunction, JITKernel
+
+Config = Dict[str, Any]
+Configs = Union[Sequence[Config], Callable[..., Sequence[Config]]]
+
+
+def autotune(configs: Configs = (), warmup: float = 25, rep: float = 100,
+             timeout: float = 100, **_options: Any) -> Callable:
+    """Decorates a ``@kiln.jit`` function; TileLang's other options are
+    accepted and ignored (there is no reference check yet)."""
+    def wrap(fn: Any) -> "AutoTuner":
+        if not isinstance(fn, JITFunction):
+            raise KilnError("@kiln.autotune goes above @kiln.jit")
+        return AutoTuner(fn, configs, warmup, rep)
+    return wrap
+
+
+class AutoTuner:
+    def __init__(self, fn: JITFunction, configs: Configs, warmup: float,
+                 rep: float):
+        self.fn = fn
+        self.configs = configs
+        self.warmup = warmup
+        self.rep = rep
+
+    def __call__(self, *args: Any, **kwargs: Any) -> "AutotunedKernel":
+        configs = self.configs(*args, **kwargs) if callable(self.configs) \
+            else list(self.configs)
+        if not configs:
+            raise KilnError("kiln.autotune needs at least one config")
+        sig = self.fn.signature()
+        bound = sig.bind_partial(*args, **kwargs)
+        keys = sorted({k for c in configs for k in c})
+        for k in keys:
+            if k not in sig.parameters:
+                raise KilnArgumentError(
+                    f"config key '{k}' is not a parameter of "
+                    f"{self.fn.func.__name__}")
+        if all(k in bound.arguments for k in keys):
+            # Every tunable given by the caller: no tuning, as in TileLang.
+            return AutotunedKernel([self.fn(*args, **kwargs)],
+                                   [dict()], self, "given")
+        kernels = self._as_tunables(configs, keys, bound.arguments)
+        if kernels is not None:
+            return AutotunedKernel(kernels, configs, self, "tunables")
+        kernels = [self.fn.make_kernel(self.fn.func(**{
+            **bound.arguments, **c})) for c in configs]
+        return AutotunedKernel(kernels, configs, self, "constants")
+
+    def _as_tunables(self, configs: List[Dict[str, Any]], keys: List[str],
+                     given: Dict[str, Any]) -> Optional[List[JITKernel]]:
+        values: Dict[str, List[int]] = {k: [] for k in keys}
+        for c in configs:
+            if set(c) != set(keys):
+                return None
+            for k, v in c.items():
+                if not isinstance(v, int) or isinstance(v, bool):
+                    return None
+                values[k].append(v)
+        placeholders = {k: Tunable(_ir_name(k), vs)
+                        for k, vs in values.items()}
+        try:
+            prim = self.fn.func(**{**given, **placeholders})
+            base = self.fn.make_kernel(prim)
+        except Exception:  # noqa: BLE001 (fall back to constants)
+            return None
+        used = set(prim.tunables)
+        return [JITKernel(prim, self.fn.out_idx, self.fn.target,
+                          {placeholders[k].a: v for k, v in c.items()
+                           if placeholders[k].a in used})
+                for c in configs] or [base]
+
+
+class AutotunedKernel:
+    """The candidates of a tuning; launches the best once it is known."""
+
+    def __init__(self, kernels: List[JITKernel], configs: List[Dict[str, Any]],
+                 tuner: AutoTuner, mode: str):
+        self.kernels = kernels
+        # "tunables": one program, configs bind its tunables; "constants":
+        # one program per config; "given": the caller fixed every value.
+        self.mode = mode
+        self.configs = configs
+        self._tuner = tuner
+        self.best: Optional[JITKernel] = kernels[0] if len(kernels) == 1 \
+            else None
+        self.config: Optional[Dict[str, Any]] = configs[0] \
+            if len(kernels) == 1 else None
+        self.results: List[Dict[str, Any]] = []
+        self._lock = threading.Lock()
+
+    @property
+    def ir(self) -> str:
+        """The tile IR: one program with tunables, or the first config's."""
+        return (self.best or self.kernels[0]).ir
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        with self._lock:
+            if self.best is None:
+                self._tune(args)
+        return self.best(*args, **kwargs)  # type: ignore[misc]
+
+    def _tune(self, args: Sequence[Any]) -> None:
+        best_time = None
+        for kernel, config in zip(self.kernels, self.configs):
+            entry: Dict[str, Any] = {"config": config}
+            try:
+                copies = [_clone(a) for a in args]
+                entry["seconds"] = self._time(kernel, copies)
+            except KilnError as e:
+                entry["error"] = str(e)
+            self.results.append(entry)
+            t = entry.get("seconds")
+            if t is not None and (best_time is None or t < best_time):
+                best_time, self.best, self.config = t, kernel, config
+        if self.best is None:
+            failures = "\n".join(f"  {r['config']}: {r['error']}"
+                                 for r in self.results)
+            raise KilnError(f"kiln.autotune: every config failed:\n{failures}")
+
+    def _time(self, kernel: JITKernel, args: List[Any]) -> float:
+        sync = _synchronizer(args)
+        start = time.perf_counter()
+        kernel(*args)
+        sync()
+        once = max(time.perf_counter() - start, 1e-6)
+        for _ in range(int(min(self._tuner.warmup / 1e3 / once, 100))):
+            kernel(*args)
+        n = max(1, int(min(self._tuner.rep / 1e3 / once, 1000)))
+        sync()
+        start = time.perf_counter()
+        for _ in range(n):
+            kernel(*args)
+        sync()
+        return (time.perf_counter() - start) / n
+
+
+def _ir_name(key: str) -> str:
+    """The tunable's tile-IR name: the config key, upper-cased when the key
+    is a tile-IR word (``threads`` -> ``THREADS``)."""
+    return key.upper() if key in RESERVED else key
+
+
+def _clone(value: Any) -> Any:
+    """A copy, so that candidates cannot change the caller's data."""
+    if hasattr(value, "clone") and callable(value.clone):
+        return value.clone()
+    if hasattr(value, "copy") and callable(value.copy):
+        return value.copy()
+    return _copy.copy(value)
+
+
+def _synchronizer(args: Sequence[Any]) -> Callable[[], None]:
+    torch = sys.modules.get("torch")
+    if torch is not None and any(isinstance(a, torch.Tensor) and a.is_cuda
+                                 for a in args):
+        return torch.cuda.synchronize
+    return lambda: None

@@ -1,0 +1,274 @@
+"""``@kiln.jit``: from a prim_func to a launchable kernel.
+
+``@kiln.jit(out_idx=...)`` wraps a function that returns a ``@T.prim_func``
+(as ``@tilelang.jit`` does). Calling the wrapper translates the kernel; the
+result's ``.ir`` is the tile IR. Calling the kernel with arrays checks them,
+allocates the ``out_idx`` outputs, compiles through libkiln on first use per
+target (embedded, or kilnd when ``KILN_ADDRESS`` is set or ``kiln.connect``
+was called) and launches: NumPy arrays on the CPU target, torch CUDA tensors
+on torch's current stream.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import re
+import sys
+import threading
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+
+from kiln import _client, _launch
+from kiln._dsl.frontend import PrimFunc
+from kiln.errors import (KilnArgumentError, KilnCompileError, KilnSourceError)
+
+OutIdx = Optional[Union[int, Sequence[int]]]
+
+
+def _normalize_out_idx(out_idx: OutIdx, nparams: int) -> List[int]:
+    if out_idx is None:
+        return []
+    items = [out_idx] if isinstance(out_idx, int) else list(out_idx)
+    out = []
+    for i in items:
+        if not isinstance(i, int) or not -nparams <= i < nparams:
+            raise KilnArgumentError(
+                f"out_idx {i!r} is out of range for {nparams} parameters")
+        out.append(i % nparams)
+    if len(set(out)) != len(out):
+        raise KilnArgumentError(f"out_idx {out_idx!r} repeats a parameter")
+    return sorted(out)
+
+
+_DIAG = re.compile(r"(?P<file>[^\s:]+):(?P<line>\d+):(?P<col>\d+): "
+                   r"(?P<rest>.*)$")
+
+
+class JITKernel:
+    """A translated kernel: ``.ir`` now; compiled and launched on call."""
+
+    def __init__(self, prim_func: PrimFunc, out_idx: OutIdx = None,
+                 target: str = "auto",
+                 bindings: Optional[Dict[str, int]] = None):
+        if not isinstance(prim_func, PrimFunc):
+            raise KilnSourceError(
+                f"expected a @T.prim_func; got {type(prim_func).__name__}")
+        self.prim_func = prim_func
+        self.params = prim_func.params
+        self.out_idx = _normalize_out_idx(out_idx, len(self.params))
+        for i in self.out_idx:
+            if not self.params[i].is_tensor:
+                raise KilnArgumentError(
+                    f"out_idx names '{self.params[i].name}', a scalar")
+        self.target = target
+        self.bindings = dict(bindings or {})
+        unknown = set(self.bindings) - set(prim_func.tunables)
+        if unknown:
+            raise KilnArgumentError(
+                f"bindings {sorted(unknown)} are not tunables of "
+                f"{prim_func.name}")
+        self._handles: Dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    # --- inspection --------------------------------------------------------
+
+    @property
+    def ir(self) -> str:
+        """The tile IR of the kernel."""
+        return self.prim_func.ir
+
+    @property
+    def name(self) -> str:
+        return self.prim_func.name
+
+    def get_kernel_source(self) -> str:
+        """TileLang's name for the generated source: here the tile IR."""
+        return self.ir
+
+    def __repr__(self) -> str:
+        return f"<kiln JITKernel {self.name} bindings={self.bindings}>"
+
+    # --- compiling ---------------------------------------------------------
+
+    def compile(self, target: Optional[str] = None) -> Any:
+        """Compiles for ``target`` (default: the kernel's) once; returns the
+        libkiln handle (key, metadata, binary...)."""
+        target = target or self.target
+        cached = self._handles.get(target)
+        if cached is not None and cached[0] is _client.current():
+            return cached[1]  # the fast path of every launch: no locks
+        missing = [t for t in self.prim_func.tunables
+                   if t not in self.bindings]
+        if missing:
+            raise KilnArgumentError(
+                f"{self.name}: tunables {missing} have no value; bind them "
+                "(kiln.autotune does) before compiling")
+        with self._lock:
+            client = _client.default_client()
+            # A handle belongs to the client that compiled it: a new default
+            # client (kiln.connect) compiles again.
+            cached = self._handles.get(target)
+            if cached is not None and cached[0] is client:
+                return cached[1]
+            filename = f"{self.name}.tile"
+            try:
+                handle = client.compile(
+                    self.ir, self.name, target,
+                    sorted(self.bindings.items()), filename)
+            except KilnCompileError as e:
+                detail = self._explain(e.detail, filename)
+                raise KilnCompileError(e.code, detail) from None
+            self._handles[target] = (client, handle)
+            return handle
+
+    def _explain(self, message: str, filename: str) -> str:
+        """Adds the Python line behind each IR diagnostic, and the IR."""
+        pf = self.prim_func
+        out = [message]
+        for line in message.splitlines():
+            m = _DIAG.search(line.strip())
+            if m and m.group("file").endswith(filename):
+                py = pf.line_map.get(int(m.group("line")))
+                if py is not None:
+                    out.append(f"{pf.filename}:{py}: {m.group('rest')} "
+                               f"(tile IR {m.group('line')}:{m.group('col')})")
+        numbered = "\n".join(f"{i + 1:4} {l}" for i, l in
+                             enumerate(pf.ir.splitlines()))
+        out.append(f"--- tile IR of {pf.name} ---\n{numbered}")
+        return "\n".join(out)
+
+    # --- launching ---------------------------------------------------------
+
+    def __call__(self, *args: Any, stream: Optional[int] = None) -> Any:
+        params = self.params
+        inputs = [i for i in range(len(params)) if i not in self.out_idx]
+        if len(args) != len(inputs):
+            names = ", ".join(params[i].name for i in inputs)
+            raise KilnArgumentError(
+                f"{self.name} takes {len(inputs)} arguments ({names}); got "
+                f"{len(args)}")
+        values: List[Any] = [None] * len(params)
+        symbols: Dict[str, Tuple[int, str]] = {}
+        views: List[_launch.TensorView] = []
+        for i, arg in zip(inputs, args):
+            p = params[i]
+            where = f"argument '{p.name}' of {self.name}"
+            if p.is_tensor:
+                v = _launch.view(arg, where)
+                _launch.check_tensor(p, v, symbols, where)
+                views.append(v)
+                values[i] = v
+            else:
+                values[i] = _launch.pack_scalar(p.dtype, arg, where)
+        devices = sorted({v.device for v in views})
+        if len(devices) > 1:
+            raise KilnArgumentError(
+                f"{self.name}: tensors are on different devices: "
+                + ", ".join(devices))
+        device = devices[0] if devices else "cpu"
+        if device != "cpu" and not device.startswith("cuda"):
+            raise KilnArgumentError(f"{self.name}: unsupported device "
+                                    f"{device}")
+        outputs = []
+        for i in self.out_idx:
+            p = params[i]
+            where = f"output '{p.name}' of {self.name}"
+            shape = []
+            for d in p.shape:
+                if isinstance(d, int):
+                    shape.append(d)
+                elif d in symbols:
+                    shape.append(symbols[d][0])
+                else:
+                    raise KilnArgumentError(
+                        f"{where}: cannot allocate it: symbolic dim {d} is "
+                        "not a dim of any input")
+            if not views:
+                raise KilnArgumentError(
+                    f"{where}: no input tensor says whether to allocate "
+                    "NumPy or torch; pass the output in (out_idx=None)")
+            out = _launch.allocate(views[0], p.dtype, tuple(shape), where)
+            v = _launch.view(out, where)
+            values[i] = v
+            outputs.append(out)
+        if device == "cpu":
+            if self.target not in ("auto", "cpu"):
+                raise KilnArgumentError(
+                    f"{self.name} targets {self.target}; host arrays run on "
+                    "the CPU target only")
+            target, stream_ptr = "cpu", None
+        else:
+            target = self.target
+            stream_ptr = stream if stream is not None else \
+                _current_cuda_stream(device)
+        handle = self.compile(target)
+        marshalled = _launch.marshal(params, values)
+        handle.launch(marshalled.args, stream_ptr)
+        if not outputs:
+            return None
+        return outputs[0] if len(outputs) == 1 else outputs
+
+
+def _current_cuda_stream(device: str) -> int:
+    torch = sys.modules["torch"]
+    return torch.cuda.current_stream(torch.device(device)).cuda_stream
+
+
+class JITFunction:
+    """What ``@kiln.jit`` returns: call it to translate a kernel."""
+
+    def __init__(self, func: Callable, out_idx: OutIdx, target: str,
+                 options: Dict[str, Any]):
+        self.func = func
+        self.out_idx = out_idx
+        self.target = target
+        self.options = options  # accepted for TileLang parity, unused
+        self._cache: Dict[Any, JITKernel] = {}
+        functools.update_wrapper(self, func)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> JITKernel:
+        try:
+            key: Any = (args, tuple(sorted(kwargs.items())))
+            hash(key)
+        except TypeError:
+            key = None
+        if key is not None and key in self._cache:
+            return self._cache[key]
+        kernel = self.make_kernel(self.func(*args, **kwargs))
+        if key is not None:
+            self._cache[key] = kernel
+        return kernel
+
+    def make_kernel(self, prim: Any,
+                    bindings: Optional[Dict[str, int]] = None) -> JITKernel:
+        if not isinstance(prim, PrimFunc):
+            code = getattr(self.func, "__code__", None)
+            raise KilnSourceError(
+                f"@kiln.jit function {self.func.__name__} must return a "
+                f"@T.prim_func; it returned {type(prim).__name__}",
+                code.co_filename if code else None,
+                code.co_firstlineno if code else None)
+        return JITKernel(prim, self.out_idx, self.target, bindings)
+
+    def signature(self) -> inspect.Signature:
+        return inspect.signature(self.func)
+
+
+def jit(func: Optional[Callable] = None, *, out_idx: OutIdx = None,
+        target: str = "auto", **options: Any) -> Any:
+    """``@kiln.jit`` or ``@kiln.jit(out_idx=[-1], target="auto")``.
+
+    TileLang's other options (``pass_configs``, ``execution_backend``,
+    ``verbose``...) are accepted and ignored: Kiln chooses code generation
+    itself.
+    """
+    if func is None:
+        return lambda f: JITFunction(f, out_idx, target, options)
+    return JITFunction(func, out_idx, target, options)
+
+
+def compile(prim_func: PrimFunc, out_idx: OutIdx = None,  # noqa: A001
+            target: str = "auto", bindings: Optional[Dict[str, int]] = None,
+            **_options: Any) -> JITKernel:
+    """``tilelang.compile``: a JITKernel from a prim_func."""
+    return JITKernel(prim_func, out_idx, target, bindings)

@@ -1,0 +1,419 @@
+"""The kernel language, imported as ``import kiln.language as T``.
+
+It mirrors TileLang's ``tilelang.language``: the same names, argument order
+and defaults. A ``@T.prim_func`` body is not run: its Python AST is
+translated into tile IR (kiln/_dsl/frontend.py). The tile ops below therefore
+only mark what the translator recognises; called from plain Python they raise.
+Scalar helpers (``T.ceildiv``, ``T.max``, ``T.exp``...) also work on Python
+numbers, folding to a number.
+"""
+
+from __future__ import annotations
+
+import enum
+import math as _math
+from typing import Any, Callable, Optional, Sequence, Tuple
+
+from kiln._dsl import expr as _expr
+from kiln._dsl.dtypes import DType, to_ir
+from kiln._dsl.expr import Expr, Symbol
+from kiln.errors import KilnSourceError
+
+# --- dtypes ---------------------------------------------------------------
+
+bool = DType("bool", "bool")  # noqa: A001 (TileLang spells it T.bool)
+int8 = DType("i8", "int8")
+uint8 = DType("u8", "uint8")
+int16 = DType("i16", "int16")
+int32 = DType("i32", "int32")
+int64 = DType("i64", "int64")
+uint32 = DType("u32", "uint32")
+int4 = DType("i4", "int4")
+uint4 = DType("u4", "uint4")
+float16 = DType("f16", "float16")
+bfloat16 = DType("bf16", "bfloat16")
+float32 = DType("f32", "float32")
+float64 = DType("f64", "float64")
+float8_e4m3 = DType("f8e4m3", "float8_e4m3")
+float8_e5m2 = DType("f8e5m2", "float8_e5m2")
+float8_e4m3fn = float8_e4m3
+half = float16
+float = float32  # noqa: A001
+double = float64
+
+
+def cast(value: Any, dtype: Any) -> Expr:
+    """``value`` converted to ``dtype`` (tile IR ``dtype(value)``)."""
+    return _expr.cast(dtype, value)
+
+
+def Cast(dtype: Any, value: Any) -> Expr:  # noqa: N802 (TVM spelling)
+    """TVM's argument order for ``cast``."""
+    return _expr.cast(dtype, value)
+
+
+# --- shapes and parameters ------------------------------------------------
+
+class TensorType:
+    """The annotation of a global tensor parameter."""
+
+    def __init__(self, shape: Any, dtype: Any = "float32",
+                 strides: Optional[Sequence[Any]] = None):
+        if not isinstance(shape, (tuple, list)):
+            shape = (shape,)
+        self.shape = tuple(shape)
+        self.dtype = to_ir(dtype)
+        self.strides = None if strides is None else tuple(strides)
+
+    def __repr__(self) -> str:
+        return f"T.Tensor({self.shape}, {self.dtype!r})"
+
+
+def Tensor(shape: Any, dtype: Any = "float32") -> TensorType:  # noqa: N802
+    """``T.Tensor(shape, dtype)``: a row-major global tensor parameter."""
+    return TensorType(shape, dtype)
+
+
+Buffer = Tensor
+
+
+def StridedTensor(shape: Any, strides: Any,  # noqa: N802
+                  dtype: Any = "float32") -> TensorType:
+    """A global tensor with explicit element strides."""
+    return TensorType(shape, dtype, strides)
+
+
+def symbolic(name: str, dtype: Any = "int32") -> Symbol:
+    """A symbolic dim, bound at launch from the tensors' shapes."""
+    if not isinstance(name, str) or not name.isidentifier():
+        raise KilnSourceError(f"T.symbolic needs an identifier; got {name!r}")
+    return Symbol(name)
+
+
+dynamic = symbolic
+
+
+# --- launch and loops -----------------------------------------------------
+
+class KernelLaunch:
+    """What ``T.Kernel(...)`` describes: the grid and the block size."""
+
+    def __init__(self, blocks: Tuple[Any, ...], threads: Any,
+                 cluster: Optional[Tuple[Any, ...]] = None):
+        self.blocks = blocks
+        self.threads = threads
+        self.cluster = cluster
+
+    def __enter__(self):
+        raise KilnSourceError(
+            "T.Kernel can only be used inside a @T.prim_func body")
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
+
+
+def Kernel(*blocks: Any, threads: Any = 128,  # noqa: N802
+           prelude: Optional[str] = None, **_hints: Any) -> KernelLaunch:
+    """``with T.Kernel(gx[, gy[, gz]], threads=n) as (bx, by[, bz]):``."""
+    if prelude is not None:
+        raise KilnSourceError("T.Kernel(prelude=...) is not supported: "
+                              "kernels are tile IR, not CUDA source")
+    if not 1 <= len(blocks) <= 3:
+        raise KilnSourceError(
+            f"T.Kernel takes 1 to 3 grid extents; got {len(blocks)}")
+    if isinstance(threads, (list, tuple)):
+        total: Any = 1
+        for t in threads:
+            total = _expr.binop("*", total, t)
+        threads = total
+    return KernelLaunch(tuple(blocks), threads)
+
+
+def ClusterKernel(*blocks: Any, threads: Any = 128,  # noqa: N802
+                  cluster_dims: Any = (1, 1, 1), **hints: Any) -> KernelLaunch:
+    """``T.Kernel`` with thread-block cluster dims."""
+    launch = Kernel(*blocks, threads=threads, **hints)
+    dims = tuple(cluster_dims) if isinstance(cluster_dims, (list, tuple)) \
+        else (cluster_dims,)
+    launch.cluster = dims + (1,) * (3 - len(dims))
+    return launch
+
+
+class LoopSpec:
+    """The iterable of a kernel ``for`` loop."""
+
+    def __init__(self, kind: str, args: Tuple[Any, ...], stages: Any = None):
+        self.kind = kind
+        self.args = args
+        self.stages = stages
+
+    def __iter__(self):
+        raise KilnSourceError(
+            f"T.{self.kind.capitalize()} loops only run inside a "
+            "@T.prim_func body")
+
+
+def _range(start: Any, stop: Any) -> Tuple[Any, ...]:
+    return (start,) if stop is None else (start, stop)
+
+
+def Pipelined(start: Any, stop: Any = None, num_stages: Any = 0,  # noqa: N802
+              order: Any = None, stage: Any = None, sync: Any = None,
+              group: Any = None, annotations: Any = None) -> LoopSpec:
+    """A software-pipelined loop; ``num_stages=0`` is a plain serial loop."""
+    if any(v is not None for v in (order, stage, sync, group)):
+        raise KilnSourceError(
+            "T.Pipelined(order=, stage=, sync=, group=) manual schedules are "
+            "not supported; the compiler schedules pipelined copies")
+    if isinstance(num_stages, int) and num_stages == 0:
+        return LoopSpec("serial", _range(start, stop))
+    return LoopSpec("pipelined", _range(start, stop), num_stages)
+
+
+def Parallel(*extents: Any, coalesced_width: Any = None,  # noqa: N802
+             loop_layout: Any = None, prefer_async: Any = None,
+             annotations: Any = None) -> LoopSpec:
+    """An element-wise loop over a tile's index space."""
+    if not extents:
+        raise KilnSourceError("T.Parallel needs at least one extent")
+    return LoopSpec("parallel", tuple(extents))
+
+
+def Serial(start: Any, stop: Any = None, step: Any = None,  # noqa: N802
+           annotations: Any = None) -> LoopSpec:
+    """An ordinary loop over ``[0, start)`` or ``[start, stop)``."""
+    if step is not None and not (isinstance(step, int) and step == 1):
+        raise KilnSourceError("T.Serial(step=) other than 1 is not supported")
+    return LoopSpec("serial", _range(start, stop))
+
+
+def Unroll(start: Any, stop: Any = None, step: Any = None,  # noqa: N802
+           explicit: Any = False, unroll_factor: Any = None,
+           annotations: Any = None) -> LoopSpec:
+    """A loop the compiler unrolls fully."""
+    if step is not None and not (isinstance(step, int) and step == 1):
+        raise KilnSourceError("T.Unroll(step=) other than 1 is not supported")
+    if unroll_factor is not None:
+        raise KilnSourceError("T.Unroll(unroll_factor=) is not supported; "
+                              "the loop is unrolled fully")
+    return LoopSpec("unroll", _range(start, stop))
+
+
+serial = Serial
+unroll = Unroll
+vectorized = Parallel
+
+
+# --- tile ops: recognised by the translator -------------------------------
+
+def _tile_op(fn: Callable) -> Callable:
+    """Marks ``fn`` as a statement the translator turns into tile IR."""
+    fn._kiln_op = fn.__name__  # type: ignore[attr-defined]
+
+    def outside(*_a: Any, **_k: Any) -> Any:
+        raise KilnSourceError(
+            f"T.{fn.__name__} can only be used inside a @T.prim_func body")
+    outside.__name__ = fn.__name__
+    outside.__doc__ = fn.__doc__
+    outside.__wrapped__ = fn  # type: ignore[attr-defined]
+    outside._kiln_op = fn.__name__  # type: ignore[attr-defined]
+    return outside
+
+
+@_tile_op
+def alloc_shared(shape, dtype, scope="shared.dyn"):
+    """A tile in shared memory."""
+
+
+@_tile_op
+def alloc_fragment(shape, dtype, scope="local.fragment"):
+    """A tile held in registers across the block's threads."""
+
+
+@_tile_op
+def alloc_local(shape, dtype, scope="local"):
+    """Per-thread registers."""
+
+
+@_tile_op
+def alloc_var(dtype, init=None, scope="local.var"):
+    """A per-thread scalar variable (a one-element local tile)."""
+
+
+@_tile_op
+def copy(src, dst, coalesced_width=None, disable_tma=False,
+         eviction_policy=None, prefer_instruction=None, annotations=None,
+         loop_layout=None):
+    """Copies a tile or region into another, converting dtype."""
+
+
+class GemmWarpPolicy(enum.Enum):
+    """How warps split a GEMM tile."""
+    Square = "square"
+    FullRow = "full_row"
+    FullCol = "full_col"
+
+
+@_tile_op
+def gemm(A, B, C, transpose_A=False, transpose_B=False,
+         policy=GemmWarpPolicy.Square, clear_accum=False, k_pack=1,
+         wg_wait=0, mbar=None, annotations=None):
+    """``C += op(A) @ op(B)``."""
+
+
+@_tile_op
+def fill(buffer, value):
+    """Sets every element of a tile (or region of one)."""
+
+
+@_tile_op
+def clear(buffer):
+    """Sets every element to zero."""
+
+
+@_tile_op
+def reduce(buffer, out, reduce_type, dim=-1, clear=True):
+    """Reduces a fragment along ``dim`` ("sum", "max", "min", "absmax")."""
+
+
+@_tile_op
+def reduce_max(buffer, out, dim=-1, clear=True):
+    """Maximum along ``dim``."""
+
+
+@_tile_op
+def reduce_min(buffer, out, dim=-1, clear=True):
+    """Minimum along ``dim``."""
+
+
+@_tile_op
+def reduce_sum(buffer, out, dim=-1, clear=True):
+    """Sum along ``dim``."""
+
+
+@_tile_op
+def reduce_absmax(buffer, out, dim=-1, clear=True):
+    """Maximum absolute value along ``dim``."""
+
+
+@_tile_op
+def cumsum(src, dst=None, dim=0, reverse=False):
+    """Inclusive prefix sum along ``dim`` (suffix sum with reverse)."""
+
+
+@_tile_op
+def atomic_add(dst, value, memory_order=None, return_prev=False,
+               use_tma=False):
+    """Atomically adds a tile into a global region."""
+
+
+@_tile_op
+def use_swizzle(panel_size, order="row", enable=True):
+    """Rasterises blocks in panels for L2 reuse."""
+
+
+@_tile_op
+def annotate_layout(layout_map):
+    """Pins shared tiles' layouts: ``{tile: make_swizzled_layout(tile)}``."""
+
+
+@_tile_op
+def assume(cond):
+    """A kiln extension: an integer fact over symbols, checked at launch."""
+
+
+# --- scalar functions -----------------------------------------------------
+
+def ceildiv(a: Any, b: Any) -> Any:
+    """``(a + b - 1) // b`` for integers."""
+    return _expr.call("ceildiv", [a, b])
+
+
+cdiv = ceildiv
+
+
+def max(a: Any, b: Any) -> Any:  # noqa: A001
+    return _expr.call("max", [a, b])
+
+
+def min(a: Any, b: Any) -> Any:  # noqa: A001
+    return _expr.call("min", [a, b])
+
+
+def abs(x: Any) -> Any:  # noqa: A001
+    return _expr.call("abs", [x])
+
+
+def exp(x: Any) -> Any:
+    return _expr.call("exp", [x])
+
+
+def exp2(x: Any) -> Any:
+    return _expr.call("exp2", [x])
+
+
+def log(x: Any) -> Any:
+    return _expr.call("log", [x])
+
+
+def log2(x: Any) -> Any:
+    return _expr.call("log2", [x])
+
+
+def sqrt(x: Any) -> Any:
+    return _expr.call("sqrt", [x])
+
+
+def rsqrt(x: Any) -> Any:
+    return _expr.call("rsqrt", [x])
+
+
+def tanh(x: Any) -> Any:
+    return _expr.call("tanh", [x])
+
+
+def sigmoid(x: Any) -> Any:
+    return _expr.call("sigmoid", [x])
+
+
+def erf(x: Any) -> Any:
+    return _expr.call("erf", [x])
+
+
+def fma(a: Any, b: Any, c: Any) -> Any:
+    return _expr.call("fma", [a, b, c])
+
+
+def if_then_else(cond: Any, then_value: Any, else_value: Any) -> Any:
+    """``cond ? then_value : else_value`` (tile IR ``select``)."""
+    return _expr.call("select", [cond, then_value, else_value])
+
+
+select = if_then_else
+
+
+def infinity(dtype: Any = "float32") -> Any:
+    """Positive infinity (the tile-IR ``inf`` literal)."""
+    to_ir(dtype)
+    return _expr.const(_math.inf)
+
+
+def macro(func: Optional[Callable] = None, **_options: Any) -> Any:
+    """A helper whose statements are inlined into the kernel where called."""
+    from kiln._dsl.frontend import Macro
+    if func is None:
+        return lambda f: Macro(f)
+    return Macro(func)
+
+
+def prim_func(func: Optional[Callable] = None, **_options: Any) -> Any:
+    """Translates the decorated function into a tile-IR kernel."""
+    from kiln._dsl.frontend import translate
+    if func is None:
+        return lambda f: translate(f)
+    return translate(func)
+
+
+__all__ = [name for name in dir() if not name.startswith("_") and name not in
+           ("annotations", "enum", "Any", "Callable", "Optional", "Sequence",
+            "Tuple", "Expr", "Symbol", "KilnSourceError", "to_ir")]

@@ -1,0 +1,21 @@
+"""The kernels whose tile IR is kept as golden files (goldens/NAME.tile)."""
+
+import kiln.language as T
+
+import kernels
+
+
+def cases():
+    """NAME -> a callable returning the translated kernel."""
+    M, N, K = T.symbolic("M"), T.symbolic("N"), T.symbolic("K")
+    return {
+        "gemm": lambda: kernels.matmul(M, N, K, 128, 128, 32, num_stages=3),
+        "flash_attention_fwd": lambda: kernels.flashattn(2, 8, 512, 64, False),
+        "flash_attention_fwd_causal":
+            lambda: kernels.flashattn(2, 8, 512, 128, True, block_M=128),
+        "softmax": lambda: kernels.softmax(M, N),
+        "rms_norm": lambda: kernels.rms_norm(M, N),
+        "scale_add_symbolic": lambda: kernels.scale_add(),
+        "flash_attention_fwd_tunables":
+            lambda: kernels.tuned_flashattn()(1, 4, 256, 64, False),
+    }

@@ -1,0 +1,211 @@
+"""Kernels written the way TileLang users write them, shared by the tests."""
+
+import kiln
+import kiln.language as T
+from kiln.layout import make_swizzled_layout
+
+
+@kiln.jit(out_idx=[-1])
+def matmul(M, N, K, block_M, block_N, block_K, num_stages=2, threads=128,
+           dtype="float16", accum_dtype="float"):
+    """C = A @ B (f16 in, f32 accumulate), with swizzled shared tiles."""
+
+    @T.prim_func
+    def gemm(
+            A: T.Tensor((M, K), dtype),
+            B: T.Tensor((K, N), dtype),
+            C: T.Tensor((M, N), dtype),
+    ):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M),
+                      threads=threads) as (bx, by):
+            A_shared = T.alloc_shared((block_M, block_K), dtype)
+            B_shared = T.alloc_shared((block_K, block_N), dtype)
+            C_local = T.alloc_fragment((block_M, block_N), accum_dtype)
+            T.annotate_layout({
+                A_shared: make_swizzled_layout(A_shared),
+                B_shared: make_swizzled_layout(B_shared),
+            })
+            T.use_swizzle(panel_size=8)
+            T.clear(C_local)
+            for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
+                T.copy(A[by * block_M, k * block_K], A_shared)
+                T.copy(B[k * block_K, bx * block_N], B_shared)
+                T.gemm(A_shared, B_shared, C_local)
+            T.copy(C_local, C[by * block_M, bx * block_N])
+
+    return gemm
+
+
+@kiln.jit(out_idx=[3])
+def flashattn(batch, heads, seq_len, dim, is_causal, block_M=64, block_N=64,
+              num_stages=1, threads=128):
+    """FlashAttention-2 forward, BSHD layout, base-2 online softmax."""
+    scale = (1.0 / dim) ** 0.5 * 1.44269504  # log2(e)
+    shape = (batch, seq_len, heads, dim)
+    dtype = "float16"
+    accum_dtype = "float"
+
+    @T.prim_func
+    def mha_fwd(
+            Q: T.Tensor(shape, dtype),
+            K: T.Tensor(shape, dtype),
+            V: T.Tensor(shape, dtype),
+            Output: T.Tensor(shape, dtype),
+    ):
+        with T.Kernel(T.ceildiv(seq_len, block_M), heads, batch,
+                      threads=threads) as (bx, by, bz):
+            Q_shared = T.alloc_shared((block_M, dim), dtype)
+            K_shared = T.alloc_shared((block_N, dim), dtype)
+            V_shared = T.alloc_shared((block_N, dim), dtype)
+            O_shared = T.alloc_shared((block_M, dim), dtype)
+            acc_s = T.alloc_fragment((block_M, block_N), accum_dtype)
+            acc_s_cast = T.alloc_fragment((block_M, block_N), dtype)
+            acc_o = T.alloc_fragment((block_M, dim), accum_dtype)
+            scores_max = T.alloc_fragment((block_M,), accum_dtype)
+            scores_max_prev = T.alloc_fragment((block_M,), accum_dtype)
+            scores_scale = T.alloc_fragment((block_M,), accum_dtype)
+            scores_sum = T.alloc_fragment((block_M,), accum_dtype)
+            logsum = T.alloc_fragment((block_M,), accum_dtype)
+
+            T.copy(Q[bz, bx * block_M:(bx + 1) * block_M, by, :], Q_shared)
+            T.fill(acc_o, 0)
+            T.fill(logsum, 0)
+            T.fill(scores_max, -T.infinity(accum_dtype))
+
+            loop_range = (
+                T.ceildiv((bx + 1) * block_M, block_N) if is_causal
+                else T.ceildiv(seq_len, block_N))
+
+            for k in T.Pipelined(loop_range, num_stages=num_stages):
+                T.copy(K[bz, k * block_N:(k + 1) * block_N, by, :], K_shared)
+                if is_causal:
+                    for i, j in T.Parallel(block_M, block_N):
+                        acc_s[i, j] = T.if_then_else(
+                            bx * block_M + i >= k * block_N + j, 0,
+                            -T.infinity(acc_s.dtype))
+                else:
+                    for i, j in T.Parallel(block_M, block_N):
+                        acc_s[i, j] = T.if_then_else(
+                            k * block_N + j < seq_len, 0,
+                            -T.infinity(acc_s.dtype))
+                T.gemm(Q_shared, K_shared, acc_s, transpose_B=True,
+                       policy=T.GemmWarpPolicy.FullRow)
+                T.copy(scores_max, scores_max_prev)
+                T.fill(scores_max, -T.infinity(accum_dtype))
+                T.reduce_max(acc_s, scores_max, dim=1, clear=False)
+                for i in T.Parallel(block_M):
+                    scores_max[i] = T.max(scores_max[i], scores_max_prev[i])
+                for i in T.Parallel(block_M):
+                    scores_scale[i] = T.exp2(scores_max_prev[i] * scale -
+                                             scores_max[i] * scale)
+                for i, j in T.Parallel(block_M, block_N):
+                    acc_s[i, j] = T.exp2(acc_s[i, j] * scale -
+                                         scores_max[i] * scale)
+                T.reduce_sum(acc_s, scores_sum, dim=1)
+                for i in T.Parallel(block_M):
+                    logsum[i] = logsum[i] * scores_scale[i] + scores_sum[i]
+                T.copy(acc_s, acc_s_cast)
+                for i, j in T.Parallel(block_M, dim):
+                    acc_o[i, j] *= scores_scale[i]
+                T.copy(V[bz, k * block_N:(k + 1) * block_N, by, :], V_shared)
+                T.gemm(acc_s_cast, V_shared, acc_o,
+                       policy=T.GemmWarpPolicy.FullRow)
+            for i, j in T.Parallel(block_M, dim):
+                acc_o[i, j] /= logsum[i]
+            T.copy(acc_o, O_shared)
+            T.copy(O_shared, Output[bz, bx * block_M:(bx + 1) * block_M, by, :])
+
+    return mha_fwd
+
+
+@kiln.jit(out_idx=[1])
+def softmax(M, N, block_M=4, block_N=256, dtype="float16"):
+    """Row softmax over any N: an online max/sum pass, then a write pass."""
+    accum_dtype = "float32"
+
+    @T.prim_func
+    def main(X: T.Tensor((M, N), dtype), Y: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(M, block_M), threads=128) as bx:
+            xs = T.alloc_fragment((block_M, block_N), accum_dtype)
+            row_max = T.alloc_fragment((block_M,), accum_dtype)
+            tile_max = T.alloc_fragment((block_M,), accum_dtype)
+            row_sum = T.alloc_fragment((block_M,), accum_dtype)
+            T.fill(row_max, -T.infinity(accum_dtype))
+            T.clear(row_sum)
+            for t in T.Serial(T.ceildiv(N, block_N)):
+                T.copy(X[bx * block_M, t * block_N], xs)
+                for i, j in T.Parallel(block_M, block_N):
+                    if t * block_N + j >= N:
+                        xs[i, j] = -T.infinity(accum_dtype)
+                T.reduce_max(xs, tile_max, dim=1)
+                for i in T.Parallel(block_M):
+                    new_max = T.max(row_max[i], tile_max[i])
+                    row_sum[i] = row_sum[i] * T.exp(row_max[i] - new_max)
+                    row_max[i] = new_max
+                for i, j in T.Parallel(block_M, block_N):
+                    xs[i, j] = T.exp(xs[i, j] - row_max[i])
+                T.reduce_sum(xs, row_sum, dim=1, clear=False)
+            for t in T.Serial(T.ceildiv(N, block_N)):
+                T.copy(X[bx * block_M, t * block_N], xs)
+                for i, j in T.Parallel(block_M, block_N):
+                    xs[i, j] = T.exp(xs[i, j] - row_max[i]) / row_sum[i]
+                T.copy(xs, Y[bx * block_M, t * block_N])
+
+    return main
+
+
+@kiln.jit(out_idx=[2])
+def rms_norm(M, N, block_M=2, block_N=512, eps=1e-6, dtype="bfloat16"):
+    """Y = X * rsqrt(mean(X^2) + eps) * W, f32 statistics."""
+
+    @T.prim_func
+    def main(X: T.Tensor((M, N), dtype), W: T.Tensor((N,), dtype),
+             Y: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(M, block_M), threads=256) as bx:
+            xs = T.alloc_fragment((block_M, block_N), "float32")
+            sq = T.alloc_fragment((block_M, block_N), "float32")
+            ss = T.alloc_fragment((block_M,), "float32")
+            T.clear(ss)
+            for t in T.Serial(T.ceildiv(N, block_N)):
+                T.copy(X[bx * block_M, t * block_N], xs)
+                for i, j in T.Parallel(block_M, block_N):
+                    sq[i, j] = xs[i, j] * xs[i, j]
+                T.reduce_sum(sq, ss, dim=1, clear=False)
+            for i in T.Parallel(block_M):
+                ss[i] = T.rsqrt(ss[i] / N + eps)
+            for t in T.Serial(T.ceildiv(N, block_N)):
+                T.copy(X[bx * block_M, t * block_N], xs)
+                for i, j in T.Parallel(block_M, block_N):
+                    col = t * block_N + j
+                    if col < N:
+                        xs[i, j] = xs[i, j] * ss[i] * W[col]
+                T.copy(xs, Y[bx * block_M, t * block_N])
+
+    return main
+
+
+@kiln.jit(out_idx=[2])
+def scale_add(block=1024, dtype="float32"):
+    """Y = alpha * X + Bias[n % 4] over a flat symbolic length N."""
+    N = T.symbolic("N")
+
+    @T.prim_func
+    def main(X: T.Tensor((N,), dtype), Bias: T.Tensor((4,), dtype),
+             Y: T.Tensor((N,), dtype), alpha: T.float32):
+        with T.Kernel(T.ceildiv(N, block), threads=256) as bx:
+            xs = T.alloc_fragment((block,), dtype)
+            T.copy(X[bx * block], xs)
+            for i in T.Parallel(block):
+                xs[i] = alpha * xs[i] + Bias[(bx * block + i) % 4]
+            T.copy(xs, Y[bx * block])
+
+    return main
+
+
+def tuned_flashattn():
+    """flashattn under kiln.autotune: integer configs become tunables."""
+    configs = [
+        {"block_M": m, "block_N": n, "num_stages": s, "threads": 128}
+        for m in (64, 128) for n in (32, 64) for s in (1, 2)
+    ]
+    return kiln.autotune(configs=configs, warmup=1, rep=2)(flashattn)

@@ -1,0 +1,114 @@
+"""Kernels on the CPU target against NumPy, on fresh random data with ragged
+shapes. Each test runs on two backends (conftest.backend): the `kiln` CLI
+stand-in, and libkiln itself when it is built (skipped otherwise).
+"""
+
+import numpy as np
+import pytest
+
+import kiln.language as T
+
+import kernels
+
+M, N, K = T.symbolic("M"), T.symbolic("N"), T.symbolic("K")
+
+
+@pytest.fixture
+def rng():
+    seed = int(np.random.SeedSequence().entropy % (1 << 32))
+    print(f"random seed {seed}")  # shown when a test fails
+    return np.random.default_rng(seed)
+
+
+def ragged(rng, low, high, avoid=16):
+    """A size in [low, high) that is not a multiple of ``avoid``."""
+    while True:
+        n = int(rng.integers(low, high))
+        if n % avoid:
+            return n
+
+
+def test_gemm(backend, rng):
+    kernel = kernels.matmul(M, N, K, 64, 64, 32)
+    for _ in range(2):  # one compile serves every shape
+        m, n, k = ragged(rng, 1, 150), ragged(rng, 1, 150), ragged(rng, 1, 100)
+        a = rng.standard_normal((m, k)).astype(np.float16)
+        b = rng.standard_normal((k, n)).astype(np.float16)
+        c = kernel(a, b)
+        assert c.shape == (m, n) and c.dtype == np.float16
+        ref = a.astype(np.float32) @ b.astype(np.float32)
+        np.testing.assert_allclose(c.astype(np.float32), ref, rtol=1e-2,
+                                   atol=1e-2 * np.sqrt(k))
+
+
+def attention_reference(q, k, v, causal):
+    q, k, v = (t.astype(np.float64) for t in (q, k, v))
+    s = np.einsum("bshd,bthd->bhst", q, k) / np.sqrt(q.shape[-1])
+    if causal:
+        n = q.shape[1]
+        s = np.where(np.tril(np.ones((n, n), bool)), s, -np.inf)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    return np.einsum("bhst,bthd->bshd", p, v)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_flash_attention_forward(backend, rng, causal):
+    batch, heads, dim = 2, 3, 64
+    # Constant dims must hold a whole block (tile-ir.md rule 9): seq >= 64.
+    seq = ragged(rng, 65, 200)
+    kernel = kernels.flashattn(batch, heads, seq, dim, causal)
+    q, k, v = (rng.standard_normal((batch, seq, heads, dim)).astype(np.float16)
+               for _ in range(3))
+    out = kernel(q, k, v)
+    assert out.shape == q.shape and out.dtype == np.float16
+    np.testing.assert_allclose(out.astype(np.float64),
+                               attention_reference(q, k, v, causal),
+                               rtol=2e-2, atol=5e-3)
+
+
+def test_softmax(backend, rng):
+    kernel = kernels.softmax(M, N)
+    m, n = ragged(rng, 1, 30, 4), ragged(rng, 300, 900, 256)
+    x = (rng.standard_normal((m, n)) * 3).astype(np.float16)
+    y = kernel(x)
+    xf = x.astype(np.float64)
+    e = np.exp(xf - xf.max(1, keepdims=True))
+    np.testing.assert_allclose(y.astype(np.float64),
+                               e / e.sum(1, keepdims=True),
+                               rtol=1e-2, atol=1e-4)
+
+
+def test_rms_norm(backend, rng):
+    kernel = kernels.rms_norm(M, N, dtype="float16")
+    m, n = ragged(rng, 1, 20, 2), ragged(rng, 100, 1500, 512)
+    x = rng.standard_normal((m, n)).astype(np.float16)
+    w = rng.standard_normal(n).astype(np.float16)
+    y = kernel(x, w)
+    xf = x.astype(np.float64)
+    ref = xf / np.sqrt((xf ** 2).mean(1, keepdims=True) + 1e-6) * w
+    np.testing.assert_allclose(y.astype(np.float64), ref, rtol=1e-2,
+                               atol=1e-2)
+
+
+def test_elementwise_symbolic_dim_and_scalar(backend, rng):
+    kernel = kernels.scale_add()
+    n = ragged(rng, 1, 5000)
+    x = rng.standard_normal(n).astype(np.float32)
+    bias = rng.standard_normal(4).astype(np.float32)
+    alpha = float(rng.standard_normal())
+    y = kernel(x, bias, alpha)
+    np.testing.assert_allclose(y, np.float32(alpha) * x + bias[np.arange(n) % 4],
+                               rtol=1e-6, atol=1e-6)
+
+
+def test_caller_provided_outputs(backend, rng):
+    """Without out_idx every tensor is passed in and written in place."""
+    prim = kernels.scale_add.func()
+    kernel = __import__("kiln").compile(prim)
+    n = ragged(rng, 1, 3000)
+    x = rng.standard_normal(n).astype(np.float32)
+    bias = np.zeros(4, np.float32)
+    y = np.full(n, np.nan, np.float32)
+    assert kernel(x, bias, y, 2.0) is None
+    np.testing.assert_allclose(y, 2 * x, rtol=1e-6)
