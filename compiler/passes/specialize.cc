@@ -75,6 +75,21 @@ class SpecializePass : public Pass {
             "' does not hold for ", BindingText(ctx.bindings)));
       }
     }
+    // Launch dims that became constants are range-checked as the verifier
+    // checks literal ones.
+    if (auto threads = FoldInt(k.threads);
+        threads && (*threads < 1 || *threads > 1024)) {
+      return absl::InvalidArgumentError(
+          StrCat(At(k.threads.loc), ": threads = ", *threads, " for ",
+                 BindingText(ctx.bindings), "; expected 1 to 1024"));
+    }
+    for (const Expr& e : k.grid) {
+      if (auto v = FoldInt(e); v && *v <= 0) {
+        return absl::InvalidArgumentError(
+            StrCat(At(e.loc), ": grid extent ", *v, " for ",
+                   BindingText(ctx.bindings), " must be positive"));
+      }
+    }
     k.constraints.clear();
     k.tunables.clear();
     std::vector<Expr> kept;

@@ -87,6 +87,39 @@ TEST(CompileTest, ErrorsAreInvalidArgumentWithLocations) {
             std::string::npos);
 }
 
+TEST(CompileTest, LaunchDimsAreRangeCheckedAfterBinding) {
+  constexpr char kThreads[] = R"(
+kernel k(X: f32[N])
+  tune T in [128, 2048]
+  grid(ceildiv(N, 64)) threads(T) (bx) {
+  alloc fragment F: f32[64]
+  copy X[bx * 64:+64] -> F
+  copy F -> X[bx * 64:+64]
+}
+)";
+  CompileOptions ok;
+  ok.bindings = {{"T", 128}};
+  EXPECT_TRUE(Compile(kThreads, ok).ok());
+  CompileOptions too_many;
+  too_many.bindings = {{"T", 2048}};
+  too_many.filename = "k.tile";
+  auto bad = Compile(kThreads, too_many);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(
+      bad.status().message().find(
+          "k.tile:4:32: error: threads = 2048 for T=2048; expected 1 to 1024"),
+      std::string::npos)
+      << bad.status();
+  // A grid fixed to zero blocks by a bound symbol.
+  CompileOptions empty;
+  empty.bindings = {{"T", 128}, {"N", 0}};
+  auto zero = Compile(kThreads, empty);
+  ASSERT_FALSE(zero.ok());
+  EXPECT_NE(zero.status().message().find("must be positive"), std::string::npos)
+      << zero.status();
+}
+
 TEST(CompileTest, KernelSelection) {
   std::string two =
       std::string(kScale) + "kernel other() grid(1) threads(1) (b) { }\n";
