@@ -2,15 +2,18 @@
 
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "runtime/cpu/cpu_kernel.h"
+#include "runtime/cuda/cuda_kernel.h"
 
 namespace kiln::client {
 
 struct Kernel::State {
   KernelParts parts;
   runtime::KernelMetadata metadata;
-  std::unique_ptr<runtime::CpuKernel> cpu;  // target "cpu"
+  std::unique_ptr<runtime::CpuKernel> cpu;          // target "cpu"
+  std::unique_ptr<runtime::cuda::CudaKernel> cuda;  // targets "sm_*"
 };
 
 Kernel::Kernel(std::shared_ptr<const State> state) : state_(std::move(state)) {}
@@ -30,6 +33,12 @@ absl::StatusOr<Kernel> Kernel::Load(KernelParts parts) {
         runtime::CpuKernel::Load(parts.binary, *std::move(metadata));
     if (!cpu.ok()) return cpu.status();
     state->cpu = *std::move(cpu);
+  } else if (absl::StartsWith(metadata->target, "sm_")) {
+    absl::StatusOr<std::unique_ptr<runtime::cuda::CudaKernel>> cuda =
+        runtime::cuda::CudaKernel::Load(parts.binary, *std::move(metadata),
+                                        parts.device);
+    if (!cuda.ok()) return cuda.status();
+    state->cuda = *std::move(cuda);
   } else {
     return absl::FailedPreconditionError(
         absl::StrCat("kernel ", metadata->name, " is for target ",
@@ -42,6 +51,10 @@ absl::StatusOr<Kernel> Kernel::Load(KernelParts parts) {
 absl::Status Kernel::Launch(absl::Span<const runtime::ArgValue> args,
                             void* stream) const {
   if (state_->cpu != nullptr) return state_->cpu->Launch(args);
+  if (state_->cuda != nullptr) {
+    return state_->cuda->Launch(args,
+                                static_cast<runtime::cuda::CUstream>(stream));
+  }
   return absl::FailedPreconditionError("kernel has no loaded binary");
 }
 

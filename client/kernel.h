@@ -23,14 +23,18 @@ struct KernelParts {
   // "memory", "local", "remote", "compiled" or "" (unknown)
   std::string tier;
   double compile_ms = 0;
+  // GPU targets: the device (driver ordinal) to load the binary on.
+  int device = 0;
 };
 
 class Kernel {
  public:
   // Parses the metadata and loads the binary for its target: CPU shared
-  // objects here (dlopen from memory). InvalidArgument for bad metadata or
-  // a binary that is not what the target needs; FailedPrecondition for a
-  // target this process cannot run.
+  // objects (dlopen from memory), CUDA cubins (into the primary context of
+  // parts.device; the dynamic shared-memory limit raised as needed).
+  // InvalidArgument for bad metadata or a binary that is not what the
+  // target needs; FailedPrecondition for a target this process cannot run
+  // (no CUDA driver or GPU for an sm_* kernel).
   static absl::StatusOr<Kernel> Load(KernelParts parts);
 
   // Checks `args` against the metadata (count, dtypes, ranks, shapes,

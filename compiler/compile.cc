@@ -6,6 +6,7 @@
 
 #include "compiler/arith/prover.h"
 #include "compiler/codegen/cpu/cpu_codegen.h"
+#include "compiler/codegen/cuda/cuda_codegen.h"
 #include "compiler/ir/canonical_hash.h"
 #include "compiler/ir/format.h"
 #include "compiler/ir/parser.h"
@@ -48,8 +49,11 @@ absl::StatusOr<Kernel> FrontEnd(std::string_view source,
 
 absl::StatusOr<std::string> Toolchain(const std::string& target) {
   if (target == "cpu") return CpuToolchainIdentity();
+  if (IsCudaTarget(target)) return CudaToolchainIdentity(target);
   return absl::InvalidArgumentError(
-      StrCat("unknown target '", target, "'; this build compiles for: cpu"));
+      StrCat("unknown target '", target,
+             "'; this build compiles for: cpu, sm_80, sm_86, sm_89, sm_90, "
+             "sm_90a"));
 }
 
 std::string KeyOf(const Kernel& k, const CompileOptions& options,
@@ -133,6 +137,26 @@ absl::StatusOr<CompiledKernel> Compile(std::string_view source,
   out.prover_z3_queries = prover.stats().z3_queries;
 
   const auto codegen_start = Clock::now();
+  if (IsCudaTarget(options.target)) {
+    CudaCodegenOptions co;
+    co.target = options.target;
+    co.want_ptx = options.keep_ptx;
+    auto cuda = GenerateCuda(*kernel, co);
+    if (!cuda.ok()) {
+      return absl::Status(cuda.status().code(),
+                          StrCat(options.filename, ": kernel '", out.name,
+                                 "': ", cuda.status().message()));
+    }
+    out.timings.codegen_ms = MsSince(codegen_start);
+    out.binary = std::move(cuda->cubin);
+    out.metadata = std::move(cuda->metadata);
+    out.device_source = std::move(cuda->source);
+    out.ptx = std::move(cuda->ptx);
+    out.layouts = std::move(cuda->layouts);
+    out.build_log = std::move(cuda->nvrtc_log);
+    out.timings.total_ms = MsSince(start);
+    return out;
+  }
   auto artifact = GenerateCpu(*kernel, CpuCodegenOptions{});
   if (!artifact.ok()) {
     return absl::Status(artifact.status().code(),

@@ -13,7 +13,8 @@
 namespace kiln::compiler {
 
 struct CompileOptions {
-  // "cpu" (CUDA and HIP targets come with their back ends).
+  // "cpu", or a CUDA target: "sm_80", "sm_86", "sm_89", "sm_90", "sm_90a"
+  // (sm_90a is compiled as sm_90 for now).
   std::string target = "cpu";
   // Which kernel of the program; may be empty when the program has one.
   std::string kernel;
@@ -23,6 +24,8 @@ struct CompileOptions {
   bool print_ir_after_all = false;
   // Name used in diagnostics ("FILE:LINE:COL").
   std::string filename = "<input>";
+  // CUDA: keep the PTX in CompiledKernel::ptx (`kiln compile --emit ptx`).
+  bool keep_ptx = false;
 };
 
 // Wall-clock milliseconds per stage.
@@ -45,6 +48,10 @@ struct CompiledKernel {
   std::string llvm_ir;     // CPU: optimised LLVM IR
   std::string ir_dump;     // with print_ir_after_all: IR after each pass
   std::string toolchain;   // the toolchain identity hashed into the key
+  std::string device_source;  // CUDA: the generated CUDA C++
+  std::string ptx;            // CUDA with keep_ptx: the PTX NVRTC produced
+  std::string layouts;        // CUDA: where each tile lives, one per line
+  std::string build_log;      // CUDA: NVRTC's log (ptxas -v report)
   CompileTimings timings;
   int prover_queries = 0;
   int prover_z3_queries = 0;

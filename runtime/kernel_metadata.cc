@@ -236,6 +236,32 @@ absl::Status MetadataParser::Record(std::string_view line) {
     md_.shared_bytes = *n;
     return absl::OkStatus();
   }
+  if (rec == "ptxas") {
+    // ptxas registers R spill-stores S spill-loads L stack B static-shared B
+    if (absl::Status s = Once(rec); !s.ok()) return s;
+    if (f.size() % 2 != 1) return Error("'ptxas' takes KEY VALUE pairs");
+    for (size_t i = 1; i + 1 < f.size(); i += 2) {
+      std::optional<int64_t> n = ParseInt(f[i + 1]);
+      if (!n || *n < 0) {
+        return Error("bad ptxas value '" + std::string(f[i + 1]) + "'");
+      }
+      const std::string key(f[i]);
+      if (key == "registers") {
+        md_.ptxas.registers = *n;
+      } else if (key == "spill-stores") {
+        md_.ptxas.spill_stores = *n;
+      } else if (key == "spill-loads") {
+        md_.ptxas.spill_loads = *n;
+      } else if (key == "stack") {
+        md_.ptxas.stack_bytes = *n;
+      } else if (key == "static-shared") {
+        md_.ptxas.static_shared_bytes = *n;
+      } else {
+        return Error("unknown ptxas key '" + key + "'");
+      }
+    }
+    return absl::OkStatus();
+  }
   if (rec == "assume") {
     if (f.size() < 2) return Error("'assume' takes an expression and its text");
     absl::StatusOr<IntExpr> e = Expression(f[1]);

@@ -59,6 +59,15 @@ struct MetadataAssumption {
   std::string text;  // the source spelling, for error messages
 };
 
+// What ptxas reported for a GPU binary (the `ptxas` record; CUDA targets).
+struct PtxasReport {
+  int64_t registers = -1;  // per thread; -1: no report
+  int64_t spill_stores = 0;
+  int64_t spill_loads = 0;
+  int64_t stack_bytes = 0;
+  int64_t static_shared_bytes = 0;
+};
+
 struct KernelMetadata {
   int version = 1;
   std::string name;
@@ -72,6 +81,7 @@ struct KernelMetadata {
                                     IntExpr::Constant(1)};
   int64_t shared_bytes = 0;
   std::vector<MetadataAssumption> assumptions;
+  PtxasReport ptxas;
 };
 
 // Parses and validates a metadata document. Errors are InvalidArgument

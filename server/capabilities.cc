@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "runtime/cuda/cuda_device.h"
 #include "runtime/shared_library.h"
 #include "spdlog/spdlog.h"
 
@@ -74,21 +76,49 @@ absl::StatusOr<std::string> ProbeCudaDriverVersion() {
   return CudaVersionString(version);
 }
 
+// The CUDA targets of the back end (compiler/codegen/cuda) and the NVRTC
+// architecture each needs.
+constexpr std::pair<const char*, int> kCudaTargets[] = {
+    {"sm_80", 80}, {"sm_86", 86}, {"sm_89", 89}, {"sm_90", 90}, {"sm_90a", 90}};
+
 HostCapabilities ProbeHostCapabilities() {
   HostCapabilities caps;
   caps.server_version = ServerVersion();
   caps.targets.push_back({"cpu", Target::Kind::kCpu});
 
-  // Only targets the compiler can build for are advertised. The CUDA back
-  // end has not landed yet, so NVRTC's architectures are reported as a
-  // toolchain fact ("nvrtc_archs"), not as targets a client may request.
+  // CUDA targets: those the back end knows whose architecture the
+  // installed NVRTC can compile for.
   if (absl::StatusOr<NvrtcInfo> nvrtc = ProbeNvrtc(); nvrtc.ok()) {
     caps.toolchain_versions["nvrtc"] = nvrtc->version;
     std::vector<std::string> archs;
     for (int arch : nvrtc->archs) archs.push_back(absl::StrCat("sm_", arch));
     caps.toolchain_versions["nvrtc_archs"] = absl::StrJoin(archs, ",");
+    for (const auto& [target, arch] : kCudaTargets) {
+      if (std::find(nvrtc->archs.begin(), nvrtc->archs.end(), arch) !=
+          nvrtc->archs.end()) {
+        caps.targets.push_back({target, Target::Kind::kCuda});
+      }
+    }
   } else {
     spdlog::debug("no CUDA targets: {}", nvrtc.status().ToString());
+  }
+  // GPUs: asking the driver initialises it, which costs a little once.
+  if (absl::StatusOr<std::vector<runtime::cuda::DeviceInfo>> devices =
+          runtime::cuda::ListDevices();
+      devices.ok()) {
+    for (const runtime::cuda::DeviceInfo& d : *devices) {
+      GpuInfo gpu;
+      gpu.index = d.ordinal;
+      gpu.name = d.name;
+      // Hopper kernels use the arch-specific features (wgmma, TMA).
+      gpu.target = d.cc_major == 9 && d.cc_minor == 0 ? "sm_90a" : d.arch();
+      gpu.sku = d.sku();
+      gpu.multiprocessors = d.sm_count;
+      gpu.memory_bytes = static_cast<uint64_t>(d.total_memory);
+      caps.gpus.push_back(std::move(gpu));
+    }
+  } else {
+    spdlog::debug("no CUDA GPUs: {}", devices.status().ToString());
   }
   if (absl::StatusOr<std::string> driver = ProbeCudaDriverVersion();
       driver.ok()) {

@@ -63,6 +63,10 @@ void PrintSummary(const compiler::CompiledKernel& k) {
             << "key      " << k.key << "\n"
             << "binary   " << k.binary.size() << " bytes\n"
             << "toolchain " << k.toolchain << "\n";
+  if (!k.layouts.empty()) {
+    std::cout << "layouts\n";
+    PrintIndented(k.layouts);
+  }
   std::cout << "metadata\n";
   PrintIndented(k.metadata);
   std::cout << std::fixed << std::setprecision(1) << "time     "
@@ -105,6 +109,7 @@ void Run(const CompileArgs& args) {
   options.bindings = ParseDefines(args.defines);
   options.print_ir_after_all = args.print_ir_after_all;
   options.filename = args.file;
+  options.keep_ptx = args.emit == "ptx";
   absl::StatusOr<compiler::CompiledKernel> k =
       compiler::Compile(*text, options);
   if (!k.ok()) {
@@ -115,7 +120,14 @@ void Run(const CompileArgs& args) {
   if (args.emit == "llvm") {
     std::cout << k->llvm_ir;
   } else if (args.emit == "source") {
-    std::cout << k->lowered_ir;
+    // CUDA: the generated CUDA C++; CPU: the lowered tile IR.
+    std::cout << (k->device_source.empty() ? k->lowered_ir : k->device_source);
+  } else if (args.emit == "ptx") {
+    if (k->ptx.empty()) {
+      std::cerr << "kiln compile: error: --emit ptx needs a CUDA target\n";
+      Exit(kExitUsage);
+    }
+    std::cout << k->ptx;
   } else if (args.emit == "metadata") {
     std::cout << k->metadata;
   } else if (!args.print_ir_after_all) {
@@ -141,8 +153,11 @@ void RegisterCompileCommand(CLI::App& app) {
       "Compile one kernel (through kilnd when it runs, else in process) and "
       "report its key");
   cmd->add_option("file", args->file, "Tile-IR file (.tile)")->required();
-  cmd->add_option("--target", args->target, "Target: cpu")
-      ->check(CLI::IsMember({"cpu"}));
+  cmd->add_option("--target", args->target,
+                  "Target: cpu, sm_80, sm_86, sm_89, sm_90, sm_90a (CUDA "
+                  "targets need NVRTC, not a GPU)")
+      ->check(
+          CLI::IsMember({"cpu", "sm_80", "sm_86", "sm_89", "sm_90", "sm_90a"}));
   cmd->add_option("--kernel", args->kernel,
                   "Which kernel (needed when the file has several)");
   cmd->add_option("-D", args->defines,
@@ -150,9 +165,10 @@ void RegisterCompileCommand(CLI::App& app) {
   cmd->add_option("-o,--output", args->output, "Write the binary here");
   cmd->add_option("--emit", args->emit,
                   "Print generated code instead of the summary: llvm "
-                  "(optimised LLVM IR), source (the lowered tile IR), "
+                  "(optimised LLVM IR, cpu), source (the lowered tile IR for "
+                  "cpu, the generated CUDA C++ for sm_*), ptx (sm_*), "
                   "metadata (the launch metadata)")
-      ->check(CLI::IsMember({"llvm", "source", "metadata"}));
+      ->check(CLI::IsMember({"llvm", "source", "ptx", "metadata"}));
   cmd->add_flag("--print-ir-after-all", args->print_ir_after_all,
                 "Print the kernel after every compiler pass");
   cmd->add_option("--daemon", args->daemon,

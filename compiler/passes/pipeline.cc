@@ -8,6 +8,12 @@ namespace kiln::compiler {
 std::vector<std::unique_ptr<Pass>> BuildPipeline(const std::string& target) {
   std::vector<std::unique_ptr<Pass>> passes;
   passes.push_back(CreateSpecializePass());
+  if (target.rfind("sm_", 0) == 0) {
+    // CUDA: the code generator lowers tile ops itself (codegen/cuda/).
+    passes.push_back(CreateCudaLayoutInferencePass());
+    passes.push_back(CreateCudaPipelineLoopsPass());
+    return passes;
+  }
   passes.push_back(CreateLayoutInferencePass());
   passes.push_back(CreatePipelineLoopsPass());
   passes.push_back(CreateLowerTileOpsPass());

@@ -1,8 +1,12 @@
 // Tests of host capabilities and their conversion to the protocol.
 #include "server/capabilities.h"
 
+#include <algorithm>
+
+#include "compiler/compile.h"
 #include "gtest/gtest.h"
 #include "server/service_core.h"
+#include "tests/support/test_kernels.h"
 
 namespace kiln::server {
 namespace {
@@ -10,10 +14,40 @@ namespace {
 TEST(CapabilitiesTest, AdvertisesOnlyTargetsTheCompilerBuilds) {
   HostCapabilities caps = ProbeHostCapabilities();
   EXPECT_EQ(caps.server_version, KILN_VERSION);
-  // The CPU back end is the only one so far; CUDA targets must not be
-  // advertised before a client can compile for them.
-  ASSERT_EQ(caps.targets.size(), 1u);
+  ASSERT_GE(caps.targets.size(), 1u);
   EXPECT_EQ(caps.targets.front(), (Target{"cpu", Target::Kind::kCpu}));
+  // CUDA targets exactly when NVRTC is installed (CI has it), and each one
+  // really compiles.
+  const bool nvrtc = ProbeNvrtc().ok();
+  int cuda = 0;
+  for (const Target& t : caps.targets) {
+    compiler::CompileOptions options;
+    options.target = t.name;
+    options.bindings = {{"B", 64}};
+    absl::StatusOr<compiler::CompiledKernel> k =
+        compiler::Compile(::kiln::testing::kScaleKernel, options);
+    EXPECT_TRUE(k.ok()) << t.name << ": " << k.status();
+    if (t.kind == Target::Kind::kCuda) ++cuda;
+  }
+  EXPECT_EQ(cuda > 0, nvrtc);
+  if (nvrtc) {
+    EXPECT_NE(std::find(caps.targets.begin(), caps.targets.end(),
+                        Target{"sm_90a", Target::Kind::kCuda}),
+              caps.targets.end());
+  }
+}
+
+TEST(CapabilitiesTest, AutoTargetIsTheFirstGpusElseTheCpu) {
+  HostCapabilities caps;
+  caps.targets = {{"cpu", Target::Kind::kCpu}, {"sm_90a", Target::Kind::kCuda}};
+  EXPECT_EQ(ResolveTarget(caps, "auto"), "cpu");
+  EXPECT_EQ(ResolveTarget(caps, ""), "cpu");
+  caps.gpus.push_back({.index = 0, .name = "NVIDIA H200", .target = "sm_90a"});
+  EXPECT_EQ(ResolveTarget(caps, "auto"), "sm_90a");
+  EXPECT_EQ(ResolveTarget(caps, "cpu"), "cpu");
+  // A GPU the compiler has no target for does not count.
+  caps.gpus.front().target = "sm_120";
+  EXPECT_EQ(ResolveTarget(caps, "auto"), "cpu");
 }
 
 TEST(CapabilitiesTest, NvrtcIsReportedAsAToolchain) {

@@ -1,0 +1,261 @@
+#!/usr/bin/env python3
+"""Kiln GPU benchmark: our GEMM vs torch.matmul (cuBLAS) and our FlashAttention
+forward vs PyTorch SDPA (FlashAttention-2 and cuDNN backends), in one run.
+
+Kernels are compiled beforehand with bench/gpu/make_kernels.sh (cubin +
+launch metadata, no GPU needed); this script loads them with the CUDA driver
+through ctypes, launches them on torch's current stream, checks each result
+against torch, times everything with CUDA events (median after warm-up) and
+writes bench/RESULTS.md.
+"""
+import ctypes
+import datetime
+import os
+import statistics
+import sys
+
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+KERNELS = os.environ.get("KILN_BENCH_KERNELS", os.path.join(HERE, "..", "..", ".gpu", "bench-kernels"))
+cuda = ctypes.CDLL("libcuda.so.1")
+
+
+def check(rc, what):
+    if rc != 0:
+        name = ctypes.c_char_p()
+        cuda.cuGetErrorName(rc, ctypes.byref(name))
+        raise RuntimeError(f"{what}: {name.value.decode()} ({rc})")
+
+
+def sexpr(text, env):
+    """Evaluates a metadata S-expression over integers."""
+    toks = text.replace("(", " ( ").replace(")", " ) ").split()
+    pos = 0
+
+    def parse():
+        nonlocal pos
+        t = toks[pos]
+        pos += 1
+        if t != "(":
+            return int(t) if t.lstrip("-").isdigit() else env[t]
+        op = toks[pos]
+        pos += 1
+        args = []
+        while toks[pos] != ")":
+            args.append(parse())
+        pos += 1
+        a = args
+        return {"+": lambda: a[0] + a[1], "-": lambda: a[0] - a[1],
+                "*": lambda: a[0] * a[1], "/": lambda: a[0] // a[1],
+                "%": lambda: a[0] % a[1], "min": lambda: min(a),
+                "max": lambda: max(a), "neg": lambda: -a[0],
+                "ceildiv": lambda: -(-a[0] // a[1])}[op]()
+    return parse()
+
+
+class Kernel:
+    def __init__(self, name):
+        self.name = name
+        meta = open(os.path.join(KERNELS, name + ".meta")).read().split("\n")
+        self.params, self.symbols = [], []
+        for line in meta:
+            f, depth, cur = [], 0, ""
+            for ch in line + " ":
+                if ch == " " and depth == 0:
+                    if cur:
+                        f.append(cur)
+                    cur = ""
+                    continue
+                depth += (ch == "(") - (ch == ")")
+                cur += ch
+            if not f:
+                continue
+            if f[0] == "param":
+                self.params.append((f[1], f[2], f[3], f[4:]))
+            elif f[0] == "symbols":
+                self.symbols = f[1:]
+            elif f[0] == "grid":
+                self.grid = f[1:4]
+            elif f[0] == "block":
+                self.block = [int(x) for x in f[1:4]]
+            elif f[0] == "shared-bytes":
+                self.smem = int(f[1])
+            elif f[0] == "entry":
+                self.entry = f[1]
+            elif f[0] == "ptxas":
+                self.ptxas = " ".join(f[1:])
+        torch.cuda.init()
+        torch.zeros(1, device="cuda")
+        image = open(os.path.join(KERNELS, name + ".cubin"), "rb").read()
+        self.module = ctypes.c_void_p()
+        check(cuda.cuModuleLoadData(ctypes.byref(self.module), image),
+              "cuModuleLoadData " + name)
+        self.func = ctypes.c_void_p()
+        check(cuda.cuModuleGetFunction(ctypes.byref(self.func), self.module,
+                                       self.entry.encode()), "cuModuleGetFunction")
+        if self.smem > 48 * 1024:
+            check(cuda.cuFuncSetAttribute(self.func, 8, self.smem),
+                  "cuFuncSetAttribute")
+
+    def launcher(self, *args):
+        """A no-argument function that launches with these arguments."""
+        env, values = {}, []
+        for (name, kind, dtype, dims), a in zip(self.params, args):
+            if kind == "tensor":
+                for d, n in zip(dims, a.shape):
+                    if not d.lstrip("-").isdigit():
+                        env[d] = n
+                values.append(ctypes.c_void_p(a.data_ptr()))
+            elif dtype == "f32":
+                values.append(ctypes.c_float(a))
+            else:
+                raise ValueError(dtype)
+        values += [ctypes.c_longlong(env[s]) for s in self.symbols]
+        grid = [sexpr(g, env) for g in self.grid]
+        ptrs = (ctypes.c_void_p * len(values))(
+            *[ctypes.cast(ctypes.pointer(v), ctypes.c_void_p) for v in values])
+        keep = (values, ptrs)
+
+        def launch():
+            _ = keep
+            stream = torch.cuda.current_stream().cuda_stream
+            check(cuda.cuLaunchKernel(self.func, *grid, *self.block, self.smem,
+                                      ctypes.c_void_p(stream), ptrs, None),
+                  "cuLaunchKernel " + self.name)
+        return launch
+
+
+def median_ms(fn, warmup=5, iters=20):
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(iters):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b))
+    return statistics.median(times)
+
+
+def bench_gemm(rows):
+    for dtype, tag in ((torch.float16, "f16"), (torch.bfloat16, "bf16")):
+        ks = [Kernel(f"gemm_{tag}{v}") for v in
+              ("", "_bk64", "_64x128", "_128x64", "_t256", "_t256bk32",
+               "_256x128")]
+        for m, n, k in ((4096, 4096, 4096), (8192, 8192, 8192), (8192, 28672, 8192)):
+            a = torch.randn(m, k, device="cuda", dtype=dtype)
+            b = torch.randn(k, n, device="cuda", dtype=dtype)
+            c = torch.empty(m, n, device="cuda", dtype=dtype)
+            ref = torch.matmul(a, b)
+            t_ref = median_ms(lambda: torch.matmul(a, b))
+            best = None
+            for kern in ks:
+                c.fill_(float("nan"))
+                run = kern.launcher(a, b, c)
+                run()
+                torch.cuda.synchronize()
+                err = ((c.float() - ref.float()).abs().max() /
+                       ref.float().abs().max()).item()
+                t = median_ms(run)
+                if best is None or t < best[0]:
+                    best = (t, kern.name, err)
+            flops = 2 * m * n * k
+            rows.append((f"GEMM {tag} {m}x{n}x{k}", best[1],
+                         flops / best[0] / 1e9, flops / t_ref / 1e9,
+                         "cuBLAS", t_ref / best[0], best[2]))
+            print(rows[-1], flush=True)
+            del a, b, c, ref
+
+
+def bench_attention(rows):
+    total = 16384
+    for d, heads in ((64, 32), (128, 16)):
+        for causal in (False, True):
+            names = [f"fa{'_causal' if causal else ''}_d{d}_{v}"
+                     for v in ("bm64", "bm128", "bn128", "t256")]
+            ks = [Kernel(n) for n in names]
+            for s in (1024, 4096, 16384):
+                b = total // s
+                q, k, v = (torch.randn(b, s, heads, d, device="cuda",
+                                       dtype=torch.bfloat16) for _ in range(3))
+                o = torch.empty_like(q)
+                lse = torch.empty(b, heads, s, device="cuda", dtype=torch.float32)
+                scale = d ** -0.5
+                qt, kt, vt = (x.transpose(1, 2) for x in (q, k, v))
+                ref = F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal).transpose(1, 2)
+                best = None
+                for kern in ks:
+                    args = (q, k, v, o, lse, scale) if causal else (q, k, v, o, scale)
+                    run = kern.launcher(*args)
+                    o.fill_(float("nan"))
+                    run()
+                    torch.cuda.synchronize()
+                    err = (o.float() - ref.float()).abs().max().item()
+                    t = median_ms(run, 3, 10)
+                    if best is None or t < best[0]:
+                        best = (t, kern.name, err)
+                flops = 4 * b * heads * s * s * d / (2 if causal else 1)
+                for backend, label in ((SDPBackend.FLASH_ATTENTION, "FA2"),
+                                       (SDPBackend.CUDNN_ATTENTION, "cuDNN")):
+                    try:
+                        with sdpa_kernel(backend):
+                            t_ref = median_ms(lambda: F.scaled_dot_product_attention(
+                                qt, kt, vt, is_causal=causal), 3, 10)
+                    except RuntimeError as e:
+                        print("skip", label, e)
+                        continue
+                    rows.append((f"attn bf16 d{d} s{s} b{b} h{heads}{' causal' if causal else ''}",
+                                 best[1], flops / best[0] / 1e9, flops / t_ref / 1e9,
+                                 label, t_ref / best[0], best[2]))
+                    print(rows[-1], flush=True)
+                del q, k, v, o, lse
+
+
+def profile():
+    """One launch of each main kernel, for Nsight Compute (ncu)."""
+    a = torch.randn(8192, 8192, device="cuda", dtype=torch.float16)
+    b = torch.randn(8192, 8192, device="cuda", dtype=torch.float16)
+    c = torch.empty(8192, 8192, device="cuda", dtype=torch.float16)
+    Kernel("gemm_f16_bk64").launcher(a, b, c)()
+    q, k, v = (torch.randn(4, 4096, 16, 128, device="cuda", dtype=torch.bfloat16)
+               for _ in range(3))
+    o = torch.empty_like(q)
+    Kernel("fa_d128_bm64").launcher(q, k, v, o, 128 ** -0.5)()
+    torch.cuda.synchronize()
+
+
+def main():
+    torch.manual_seed(0)
+    rows = []
+    what = sys.argv[1:] or ["gemm", "attention"]
+    if "profile" in what:
+        profile()
+        return
+    if "gemm" in what:
+        bench_gemm(rows)
+    if "attention" in what:
+        bench_attention(rows)
+    gpu = torch.cuda.get_device_name()
+    lines = [f"# Kiln GPU benchmark results", "",
+             f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, {gpu}, torch {torch.__version__}, "
+             "CUDA-event medians after warm-up, random data. Ratio = reference time / Kiln time "
+             "(> 1: Kiln faster). `err`: GEMM max |diff| / max |ref|; attention max |diff| "
+             "vs torch SDPA.", "",
+             "| case | kiln kernel | kiln TFLOP/s | ref TFLOP/s | ref | ratio | err |",
+             "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r[0]} | {r[1]} | {r[2]:.0f} | {r[3]:.0f} | {r[4]} | {r[5]:.2f} | {r[6]:.2g} |")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    out = os.environ.get("OUT")
+    if out:
+        open(os.path.join(out, "RESULTS.md"), "w").write(text)
+
+
+if __name__ == "__main__":
+    main()

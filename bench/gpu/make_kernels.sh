@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Compiles the benchmark kernels for sm_90 with the kiln CLI (no GPU needed):
+# .gpu/bench-kernels/NAME.cubin + NAME.meta (KILN_BENCH_KERNELS overrides), read by bench.py on the GPU
+# machine. bf16 and head-dim-64 variants of the corpus kernels are made by
+# substitution into that folder.
+# Usage: bench/gpu/make_kernels.sh [path/to/kiln]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+kiln=${1:-build-cuda/client/kiln}
+out=${KILN_BENCH_KERNELS:-.gpu/bench-kernels}
+mkdir -p "$out"
+corpus=tests/compiler/corpus
+sed 's/f16/bf16/g' $corpus/gemm.tile > $out/gemm_bf16.tile
+sed 's/f16/bf16/g' $corpus/flash_attention_fwd.tile > $out/fa_bf16_d128.tile
+# 8 warps per block (two blocks per SM: four mma.sync warps per scheduler).
+sed 's/threads(128)/threads(256)/' $corpus/gemm.tile > $out/gemm_f16_t256.tile
+sed 's/threads(128)/threads(256)/' $out/gemm_bf16.tile > $out/gemm_bf16_t256.tile
+sed -e 's/f16/bf16/g' -e 's/, 128\]/, 64]/g' -e 's/(BM, 128)/(BM, 64)/g' \
+  -e 's/in \[64, 64\]/in [64, 128]/' -e 's/in \[32, 64, 64\]/in [32, 64, 128]/' \
+  $corpus/flash_attention_fwd.tile > $out/fa_bf16_d64.tile
+build() {  # NAME FILE KERNEL DEFINES...
+  local name=$1 file=$2 kernel=$3; shift 3
+  local defs=()
+  local x
+  for x in "$@"; do defs+=(-D "$x"); done
+  "$kiln" compile "$file" --target sm_90 --kernel "$kernel" "${defs[@]}" \
+    -o "$out/$name.cubin" --emit metadata > "$out/$name.meta"
+  echo "$name: $(grep ptxas "$out/$name.meta")"
+}
+g="BM=128 BN=128 BK=32 STAGES=4"
+build gemm_f16 $corpus/gemm.tile gemm $g
+build gemm_bf16 $out/gemm_bf16.tile gemm $g
+build gemm_f16_bk64 $corpus/gemm.tile gemm BM=128 BN=128 BK=64 STAGES=3
+build gemm_bf16_bk64 $out/gemm_bf16.tile gemm BM=128 BN=128 BK=64 STAGES=3
+build gemm_f16_t256 $out/gemm_f16_t256.tile gemm BM=128 BN=128 BK=64 STAGES=3
+build gemm_bf16_t256 $out/gemm_bf16_t256.tile gemm BM=128 BN=128 BK=64 STAGES=3
+build gemm_f16_t256bk32 $out/gemm_f16_t256.tile gemm BM=128 BN=128 BK=32 STAGES=4
+build gemm_bf16_t256bk32 $out/gemm_bf16_t256.tile gemm BM=128 BN=128 BK=32 STAGES=4
+build gemm_f16_256x128 $out/gemm_f16_t256.tile gemm BM=256 BN=128 BK=32 STAGES=3
+build gemm_bf16_256x128 $out/gemm_bf16_t256.tile gemm BM=256 BN=128 BK=32 STAGES=3
+build gemm_f16_64x128 $corpus/gemm.tile gemm BM=64 BN=128 BK=64 STAGES=3
+build gemm_bf16_64x128 $out/gemm_bf16.tile gemm BM=64 BN=128 BK=64 STAGES=3
+build gemm_f16_128x64 $corpus/gemm.tile gemm BM=128 BN=64 BK=64 STAGES=4
+build gemm_bf16_128x64 $out/gemm_bf16.tile gemm BM=128 BN=64 BK=64 STAGES=4
+for d in 64 128; do
+  for c in "" _causal; do
+    build fa${c}_d${d}_bm64 $out/fa_bf16_d$d.tile flash_attention_fwd$c \
+      BM=64 BN=64 STAGES=2
+    build fa${c}_d${d}_bm128 $out/fa_bf16_d$d.tile flash_attention_fwd$c \
+      BM=128 BN=64 STAGES=2
+    build fa${c}_d${d}_bn128 $out/fa_bf16_d$d.tile flash_attention_fwd$c \
+      BM=64 BN=128 STAGES=2
+    sed 's/threads(128)/threads(256)/' $out/fa_bf16_d$d.tile > $out/fa_bf16_d${d}_t256.tile
+    build fa${c}_d${d}_t256 $out/fa_bf16_d${d}_t256.tile flash_attention_fwd$c \
+      BM=128 BN=64 STAGES=2
+  done
+done

@@ -1,0 +1,59 @@
+// The CUDA target's back end: a specialised kernel (tile ops intact, see
+// kernel_source.h) to CUDA C++ source, compiled by NVRTC to a cubin for one
+// architecture, plus its launch metadata (compiler/docs/kernel-handle.md,
+// "CUDA target ABI"). NVRTC is loaded with dlopen (nvrtc.h); no GPU needed.
+#ifndef KILN_COMPILER_CODEGEN_CUDA_CUDA_CODEGEN_H_
+#define KILN_COMPILER_CODEGEN_CUDA_CUDA_CODEGEN_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "compiler/ir/ir.h"
+
+namespace kiln::compiler {
+
+// sm_80, sm_86, sm_89, sm_90 and sm_90a (compiled as sm_90 for now).
+bool IsCudaTarget(std::string_view target);
+// The NVRTC architecture a target compiles for ("sm_90" for "sm_90a").
+std::string CudaArch(std::string_view target);
+
+struct CudaCodegenOptions {
+  std::string target = "sm_80";
+  bool want_ptx = false;  // keep the PTX (kiln compile --emit ptx)
+};
+
+struct CudaArtifact {
+  std::string source;    // generated CUDA C++
+  std::string cubin;     // ELF cubin for the target architecture
+  std::string ptx;       // with want_ptx
+  std::string metadata;  // launch metadata
+  std::string entry;
+  std::string nvrtc_log;  // ptxas -v report and warnings
+  std::string layouts;    // where each tile lives (fragment_plan.h)
+  int64_t shared_bytes = 0;
+  int64_t registers = -1;
+  int64_t spill_stores = 0, spill_loads = 0;
+};
+
+// Compiles `specialized` for `options.target`. InvalidArgument for kernels
+// the target cannot hold (shared memory over the architecture's limit) and
+// for generated source NVRTC rejects (its log, tied to the generated lines);
+// FailedPrecondition when NVRTC is not installed; Unimplemented for
+// constructs without a CUDA lowering.
+absl::StatusOr<CudaArtifact> GenerateCuda(const Kernel& specialized,
+                                          const CudaCodegenOptions& options);
+
+// The CUDA source only (no NVRTC): for tests and `--emit source` on hosts
+// without NVRTC.
+absl::StatusOr<CudaArtifact> GenerateCudaSource(const Kernel& specialized,
+                                                const CudaCodegenOptions& o);
+
+// "nvrtc-13.0 sm_90 kiln-device-<hash>": NVRTC version, architecture and
+// the device-library hash. FailedPrecondition without NVRTC.
+absl::StatusOr<std::string> CudaToolchainIdentity(std::string_view target);
+
+}  // namespace kiln::compiler
+
+#endif  // KILN_COMPILER_CODEGEN_CUDA_CUDA_CODEGEN_H_

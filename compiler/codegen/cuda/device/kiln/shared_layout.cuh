@@ -1,0 +1,48 @@
+// Shared-memory tile layouts. `Swizzled<ROWS, COLS, ELEM_BYTES>` permutes the
+// 16-byte chunks of each row (chunk ^= a function of the row) so that the
+// eight 16-byte rows one ldmatrix phase reads, and the chunks one cp.async
+// wave writes, fall in eight different bank groups: no bank conflicts for
+// tensor-core operand tiles. `RowMajor` (optionally padded) is the plain
+// layout every other tile uses.
+#ifndef KILN_DEVICE_SHARED_LAYOUT_CUH_
+#define KILN_DEVICE_SHARED_LAYOUT_CUH_
+
+#include "kiln/scalar.cuh"
+
+namespace kiln {
+
+template <int ROWS, int COLS, int PAD = 0>
+struct RowMajor {
+  enum : int { kRows = ROWS, kCols = COLS };
+  enum : int { kElems = ROWS * (COLS + PAD) };
+  __device__ __forceinline__ static int offset(int r, int c) {
+    return r * (COLS + PAD) + c;
+  }
+};
+
+template <int ROWS, int COLS, int ELEM_BYTES>
+struct Swizzled {
+  static_assert((COLS * ELEM_BYTES) % 16 == 0,
+                "a swizzled tile needs rows of whole 16-byte chunks");
+  enum : int { kRows = ROWS, kCols = COLS };
+  enum : int { kElems = ROWS * COLS };
+  enum : int { kPerChunk = 16 / ELEM_BYTES };          // elements
+  enum : int { kChunks = COLS / kPerChunk };           // per row
+  enum : int { kGroup = kChunks >= 8 ? 8 : kChunks };  // xor range
+  enum : int { kRowsPerPhase = 8 / kGroup };           // rows sharing an xor
+  __device__ __forceinline__ static int chunk_of(int r, int chunk) {
+    return chunk ^ ((r / kRowsPerPhase) % kGroup);
+  }
+  __device__ __forceinline__ static int offset(int r, int c) {
+    const int chunk = c / kPerChunk;
+    return r * COLS + chunk_of(r, chunk) * kPerChunk + (c % kPerChunk);
+  }
+};
+
+__device__ __forceinline__ u32 smem_addr(const void* p) {
+  return static_cast<u32>(__cvta_generic_to_shared(p));
+}
+
+}  // namespace kiln
+
+#endif  // KILN_DEVICE_SHARED_LAYOUT_CUH_

@@ -1,0 +1,508 @@
+#include "compiler/codegen/cuda/fragment_plan.h"
+
+#include <cstdlib>
+#include <functional>
+
+#include "compiler/ir/const_fold.h"
+#include "compiler/ir/format.h"
+
+namespace kiln::compiler::cuda {
+namespace {
+
+constexpr int64_t kMaxRegsPerFragment = 128;
+constexpr int64_t kMaxRegsTotal = 192;
+
+void ForEachStmt(const Block& b, const std::function<void(const Stmt&)>& f) {
+  for (const Stmt& s : b) {
+    f(s);
+    if (auto* x = std::get_if<ForStmt>(&s.node)) ForEachStmt(x->body, f);
+    if (auto* x = std::get_if<IfStmt>(&s.node)) {
+      ForEachStmt(x->then_body, f);
+      ForEachStmt(x->else_body, f);
+    }
+    if (auto* x = std::get_if<ParallelStmt>(&s.node)) ForEachStmt(x->body, f);
+  }
+}
+
+void ForEachExpr(const Expr& e, const std::function<void(const Expr&)>& f) {
+  f(e);
+  for (const Expr& a : e.args) ForEachExpr(a, f);
+}
+
+// Every expression directly in a statement (not in nested blocks).
+void StmtExprs(const Stmt& s, const std::function<void(const Expr&)>& f) {
+  auto region = [&](const Region& r) {
+    for (const Slice& sl : r.slices) {
+      if (sl.kind != Slice::Kind::kFull) ForEachExpr(sl.start, f);
+      if (sl.kind == Slice::Kind::kRange) ForEachExpr(sl.extent, f);
+    }
+  };
+  std::visit(
+      [&](const auto& n) {
+        using T = std::decay_t<decltype(n)>;
+        if constexpr (std::is_same_v<T, CopyStmt>) {
+          region(n.src);
+          region(n.dst);
+        } else if constexpr (std::is_same_v<T, FillStmt>) {
+          region(n.dst);
+          ForEachExpr(n.value, f);
+        } else if constexpr (std::is_same_v<T, LetStmt>) {
+          ForEachExpr(n.value, f);
+        } else if constexpr (std::is_same_v<T, StoreStmt>) {
+          for (const Expr& i : n.indices) ForEachExpr(i, f);
+          ForEachExpr(n.value, f);
+        } else if constexpr (std::is_same_v<T, IfStmt>) {
+          ForEachExpr(n.cond, f);
+        } else if constexpr (std::is_same_v<T, ForStmt>) {
+          if (n.start) ForEachExpr(*n.start, f);
+          ForEachExpr(n.stop, f);
+        }
+      },
+      s.node);
+}
+
+bool Whole(const Region& r) {
+  if (!r.has_slices) return true;
+  for (const Slice& s : r.slices) {
+    if (s.kind != Slice::Kind::kFull) return false;
+  }
+  return true;
+}
+
+bool Is16Bit(DType t) { return t == DType::kF16 || t == DType::kBF16; }
+
+// Union-find over fragment names.
+struct Groups {
+  std::map<std::string, std::string> parent;
+  std::string Find(const std::string& x) {
+    auto it = parent.find(x);
+    if (it == parent.end() || it->second == x) return x;
+    return parent[x] = Find(it->second);
+  }
+  void Union(const std::string& a, const std::string& b) {
+    std::string ra = Find(a), rb = Find(b);
+    if (ra != rb) parent[ra] = rb;
+  }
+};
+
+void PlanRows(const Kernel& k, FragmentPlan* plan) {
+  std::set<std::string> cand, bad;
+  for (const auto& [name, t] : plan->tiles) {
+    if (t.scope == Scope::kFragment && t.dims.size() == 1 &&
+        t.dtype == DType::kF32 && !plan->registers.count(name)) {
+      cand.insert(name);
+    }
+  }
+  auto is_acc = [&](const std::string& n) {
+    return plan->registers.count(n) > 0;
+  };
+  for (bool changed = true; changed;) {
+    changed = false;
+    Groups g;
+    auto is_row = [&](const std::string& n) {
+      return cand.count(n) > 0 && !bad.count(n);
+    };
+    std::set<std::string> newly_bad;
+    auto mark = [&](const std::string& n) {
+      if (is_row(n)) newly_bad.insert(n);
+    };
+    ForEachStmt(k.body, [&](const Stmt& s) {
+      std::visit(
+          [&](const auto& n) {
+            using T = std::decay_t<decltype(n)>;
+            if constexpr (std::is_same_v<T, ReduceStmt>) {
+              if (is_row(n.src.name)) mark(n.src.name);
+              if (is_row(n.dst.name)) {
+                const bool ok = is_acc(n.src.name) && Whole(n.src) &&
+                                Whole(n.dst) && n.dim == 1 &&
+                                plan->registers.at(n.src.name).warps_n == 1;
+                if (ok) {
+                  g.Union(n.dst.name, n.src.name);
+                } else {
+                  mark(n.dst.name);
+                }
+              }
+            } else if constexpr (std::is_same_v<T, CopyStmt>) {
+              const bool rs = is_row(n.src.name), rd = is_row(n.dst.name);
+              if (rs && !Whole(n.src)) mark(n.src.name);
+              if (rd && !Whole(n.dst)) mark(n.dst.name);
+              if (rs && rd) g.Union(n.src.name, n.dst.name);
+              if (rs && is_acc(n.dst.name)) mark(n.src.name);
+              if (rd && is_acc(n.src.name)) mark(n.dst.name);
+            } else if constexpr (std::is_same_v<T, FillStmt>) {
+              if (is_row(n.dst.name) && !Whole(n.dst)) mark(n.dst.name);
+            } else if constexpr (std::is_same_v<T, AtomicAddStmt>) {
+              if (is_row(n.src.name) && !Whole(n.src)) mark(n.src.name);
+            } else if constexpr (std::is_same_v<T, CumsumStmt>) {
+              mark(n.src.name);
+              mark(n.dst.name);
+            } else if constexpr (std::is_same_v<T, GemmStmt>) {
+              mark(n.a.name);
+              mark(n.b.name);
+              mark(n.c.name);
+            } else if constexpr (std::is_same_v<T, ParallelStmt>) {
+              std::set<std::string> rows_used, accs;
+              bool stores_memory = false, bad_index = false;
+              auto check = [&](const std::string& name,
+                               const std::vector<Expr>& idx) {
+                if (is_acc(name)) accs.insert(name);
+                if (!is_row(name)) return;
+                rows_used.insert(name);
+                if (idx.size() != 1 || idx[0].kind != ExprKind::kVar ||
+                    idx[0].name != n.vars[0]) {
+                  bad_index = true;
+                }
+              };
+              ForEachStmt(n.body, [&](const Stmt& b) {
+                if (auto* st = std::get_if<StoreStmt>(&b.node)) {
+                  check(st->name, st->indices);
+                  if (!is_row(st->name) && !is_acc(st->name)) {
+                    auto t = plan->tiles.find(st->name);
+                    stores_memory |= t == plan->tiles.end() ||
+                                     t->second.scope != Scope::kLocal;
+                  }
+                }
+                StmtExprs(b, [&](const Expr& e) {
+                  if (e.kind == ExprKind::kLoad) check(e.name, e.args);
+                });
+              });
+              if (rows_used.empty()) return;
+              bool ok = !bad_index;
+              if (n.vars.size() == 1) {
+                ok = ok && accs.empty() && !stores_memory;
+              } else {
+                ok = ok && !accs.empty();
+              }
+              for (const std::string& r : rows_used) {
+                if (!ok) {
+                  mark(r);
+                  continue;
+                }
+                for (const std::string& a : accs) g.Union(r, a);
+                for (const std::string& r2 : rows_used) g.Union(r, r2);
+              }
+            }
+          },
+          s.node);
+    });
+    // Components: at least one accumulator, all of one layout with one
+    // warp per row, every row of the accumulators' M.
+    std::map<std::string, std::vector<std::string>> comp;
+    for (const std::string& r : cand) {
+      if (is_row(r)) comp[g.Find(r)].push_back(r);
+    }
+    for (const auto& [name, rf] : plan->registers) {
+      comp[g.Find(name)].push_back(name);
+    }
+    for (const auto& [root, members] : comp) {
+      const RegisterFragment* acc = nullptr;
+      bool ok = true;
+      for (const std::string& m : members) {
+        if (!is_acc(m)) continue;
+        const RegisterFragment& rf = plan->registers.at(m);
+        if (!acc) acc = &rf;
+        ok = ok && rf.m == acc->m && rf.warps_m == acc->warps_m &&
+             rf.warps_n == 1 && acc->warps_n == 1;
+      }
+      for (const std::string& m : members) {
+        if (is_acc(m)) continue;
+        if (!ok || !acc || plan->tiles.at(m).dims[0] != acc->m) {
+          newly_bad.insert(m);
+        }
+      }
+    }
+    for (const std::string& b : newly_bad) changed |= bad.insert(b).second;
+    if (!changed) {
+      for (const std::string& r : cand) {
+        if (!is_row(r)) continue;
+        for (const auto& [name, rf] : plan->registers) {
+          if (g.Find(name) == g.Find(r)) {
+            plan->rows[r] = RowFragment{rf.m, rf.warps_m, rf.warps_n};
+            break;
+          }
+        }
+      }
+    }
+  }
+}
+
+void PlanPacked(const Kernel& k, FragmentPlan* plan) {
+  std::map<std::string, std::string> source;  // fragment -> accumulator
+  std::set<std::string> bad;
+  ForEachStmt(k.body, [&](const Stmt& s) {
+    if (auto* c = std::get_if<CopyStmt>(&s.node)) {
+      auto t = plan->tiles.find(c->dst.name);
+      if (t == plan->tiles.end() || t->second.scope != Scope::kFragment) {
+        return;
+      }
+      auto acc = plan->registers.find(c->src.name);
+      if (acc == plan->registers.end() || !Whole(c->src) || !Whole(c->dst) ||
+          acc->second.warps_n != 1 || !Is16Bit(t->second.dtype) ||
+          source.count(c->dst.name)) {
+        bad.insert(c->dst.name);
+        return;
+      }
+      source[c->dst.name] = c->src.name;
+    }
+  });
+  for (const auto& entry : source) {
+    const std::string p = entry.first, acc = entry.second;
+    const RegisterFragment& src = plan->registers.at(acc);
+    int readers = 0;
+    ForEachStmt(k.body, [&](const Stmt& s) {
+      std::visit(
+          [&](const auto& n) {
+            using T = std::decay_t<decltype(n)>;
+            if constexpr (std::is_same_v<T, GemmStmt>) {
+              if (n.b.name == p || n.c.name == p) bad.insert(p);
+              if (n.a.name != p) return;
+              auto c = plan->registers.find(n.c.name);
+              if (c == plan->registers.end() || n.transpose_a ||
+                  c->second.m != src.m || c->second.warps_m != src.warps_m ||
+                  c->second.warps_n != 1) {
+                bad.insert(p);
+              }
+              ++readers;
+            } else if constexpr (std::is_same_v<T, CopyStmt>) {
+              if (n.src.name == p) bad.insert(p);
+            } else if constexpr (std::is_same_v<T, FillStmt>) {
+              if (n.dst.name == p) bad.insert(p);
+            } else if constexpr (std::is_same_v<T, ReduceStmt> ||
+                                 std::is_same_v<T, CumsumStmt>) {
+              if (n.src.name == p || n.dst.name == p) bad.insert(p);
+            } else if constexpr (std::is_same_v<T, AtomicAddStmt>) {
+              if (n.src.name == p) bad.insert(p);
+            } else if constexpr (std::is_same_v<T, ParallelStmt>) {
+              ForEachStmt(n.body, [&](const Stmt& b) {
+                if (auto* st = std::get_if<StoreStmt>(&b.node)) {
+                  if (st->name == p) bad.insert(p);
+                }
+                StmtExprs(b, [&](const Expr& e) {
+                  if (e.kind == ExprKind::kLoad && e.name == p) bad.insert(p);
+                });
+              });
+            }
+          },
+          s.node);
+    });
+    if (readers > 0 && !bad.count(p)) plan->packed[p] = acc;
+  }
+}
+
+}  // namespace
+
+bool ChooseWarps(int64_t m, int64_t n, int64_t warps, GemmPolicy policy,
+                 int* warps_m, int* warps_n) {
+  auto fits = [&](int64_t wm, int64_t wn) {
+    return wm * wn == warps && m % (16 * wm) == 0 && n % (16 * wn) == 0;
+  };
+  if (policy == GemmPolicy::kFullRow && fits(warps, 1)) {
+    *warps_m = static_cast<int>(warps);
+    *warps_n = 1;
+    return true;
+  }
+  if (policy == GemmPolicy::kFullCol && fits(1, warps)) {
+    *warps_m = 1;
+    *warps_n = static_cast<int>(warps);
+    return true;
+  }
+  int64_t best = -1;
+  for (int64_t wm = 1; wm <= warps; ++wm) {
+    if (warps % wm != 0 || !fits(wm, warps / wm)) continue;
+    int64_t diff = std::llabs(m / wm - n / (warps / wm));
+    if (best < 0 || diff < best) {
+      best = diff;
+      *warps_m = static_cast<int>(wm);
+      *warps_n = static_cast<int>(warps / wm);
+    }
+  }
+  return best >= 0;
+}
+
+std::map<std::string, std::string> FragmentPlan::Describe() const {
+  std::map<std::string, std::string> out;
+  for (const auto& [name, t] : tiles) {
+    if (t.scope == Scope::kLocal) continue;
+    if (auto it = registers.find(name); it != registers.end()) {
+      const RegisterFragment& r = it->second;
+      out[name] = StrCat("registers, mma accumulator [", r.m, ", ", r.n,
+                         "] over ", r.warps_m, "x", r.warps_n, " warps, ",
+                         r.regs(), " per thread");
+    } else if (auto pk = packed.find(name); pk != packed.end()) {
+      out[name] = StrCat("registers, mma A operands packed from ", pk->second);
+    } else if (auto rt = rows.find(name); rt != rows.end()) {
+      out[name] = StrCat("registers, rows of the mma accumulator layout [",
+                         rt->second.m, "] over ", rt->second.warps_m,
+                         " warps, ", rt->second.regs(), " per thread");
+    } else if (swizzled.count(name)) {
+      out[name] = "shared, swizzled 16-byte chunks";
+    } else {
+      out[name] = t.scope == Scope::kFragment ? "shared (fragment)" : "shared";
+    }
+  }
+  return out;
+}
+
+FragmentPlan PlanFragments(const Kernel& k, int64_t threads) {
+  FragmentPlan plan;
+  ForEachStmt(k.body, [&](const Stmt& s) {
+    if (auto* a = std::get_if<AllocStmt>(&s.node)) {
+      TileInfo t;
+      t.scope = a->scope;
+      t.dtype = a->dtype;
+      t.layout = a->layout;
+      for (const Expr& d : a->shape) t.dims.push_back(FoldInt(d).value_or(0));
+      plan.tiles[a->name] = t;
+    }
+  });
+  const int64_t warps = threads % 32 == 0 ? threads / 32 : 0;
+  auto tile = [&](const std::string& n) -> const TileInfo* {
+    auto it = plan.tiles.find(n);
+    return it == plan.tiles.end() ? nullptr : &it->second;
+  };
+  auto smem_operand = [&](const Region& r, DType dt) {
+    const TileInfo* t = tile(r.name);
+    return t && t->scope != Scope::kLocal && Whole(r) && t->dims.size() == 2 &&
+           t->dtype == dt && t->dims[1] % 8 == 0;
+  };
+
+  // 2. Candidates from gemms.
+  std::map<std::string, RegisterFragment>& cand = plan.registers;
+  std::set<std::string> rejected;
+  ForEachStmt(k.body, [&](const Stmt& s) {
+    auto* g = std::get_if<GemmStmt>(&s.node);
+    if (!g) return;
+    const TileInfo* c = tile(g->c.name);
+    const TileInfo* a = tile(g->a.name);
+    bool ok = warps > 0 && c && a && c->scope == Scope::kFragment &&
+              c->dtype == DType::kF32 && Whole(g->c) && c->dims.size() == 2 &&
+              Is16Bit(a->dtype) && smem_operand(g->a, a->dtype) &&
+              smem_operand(g->b, a->dtype);
+    RegisterFragment rf;
+    if (ok) {
+      int64_t kd = g->transpose_a ? a->dims[0] : a->dims[1];
+      rf.m = c->dims[0];
+      rf.n = c->dims[1];
+      ok =
+          kd % 16 == 0 &&
+          ChooseWarps(rf.m, rf.n, warps, g->policy, &rf.warps_m, &rf.warps_n) &&
+          rf.regs() <= kMaxRegsPerFragment;
+    }
+    if (!ok) {
+      rejected.insert(g->c.name);
+      return;
+    }
+    auto it = cand.find(g->c.name);
+    if (it != cand.end() && !(it->second == rf)) {
+      rejected.insert(g->c.name);
+    } else {
+      cand[g->c.name] = rf;
+    }
+  });
+  for (const std::string& r : rejected) cand.erase(r);
+
+  // 3. Uses, to a fixpoint.
+  for (bool changed = true; changed;) {
+    changed = false;
+    std::set<std::string> drop;
+    auto is_reg = [&](const std::string& n) { return cand.count(n) > 0; };
+    ForEachStmt(k.body, [&](const Stmt& s) {
+      std::visit(
+          [&](const auto& n) {
+            using T = std::decay_t<decltype(n)>;
+            if constexpr (std::is_same_v<T, CopyStmt>) {
+              bool rs = is_reg(n.src.name), rd = is_reg(n.dst.name);
+              if (rs && (!Whole(n.src) || rd)) drop.insert(n.src.name);
+              if (rd && (!Whole(n.dst) || rs)) drop.insert(n.dst.name);
+            } else if constexpr (std::is_same_v<T, FillStmt>) {
+              if (is_reg(n.dst.name) && !Whole(n.dst)) drop.insert(n.dst.name);
+            } else if constexpr (std::is_same_v<T, GemmStmt>) {
+              if (is_reg(n.a.name)) drop.insert(n.a.name);
+              if (is_reg(n.b.name)) drop.insert(n.b.name);
+            } else if constexpr (std::is_same_v<T, ReduceStmt>) {
+              if (is_reg(n.src.name) &&
+                  (!Whole(n.src) || n.dim != 1 || is_reg(n.dst.name))) {
+                drop.insert(n.src.name);
+              }
+              if (is_reg(n.dst.name)) drop.insert(n.dst.name);
+            } else if constexpr (std::is_same_v<T, CumsumStmt>) {
+              if (is_reg(n.src.name)) drop.insert(n.src.name);
+              if (is_reg(n.dst.name)) drop.insert(n.dst.name);
+            } else if constexpr (std::is_same_v<T, AtomicAddStmt>) {
+              if (is_reg(n.src.name) && !Whole(n.src)) drop.insert(n.src.name);
+            } else if constexpr (std::is_same_v<T, ParallelStmt>) {
+              // Register fragments accessed in the body: indexed by the
+              // loop variables in order, extents equal to their shape, one
+              // layout for all.
+              std::vector<std::string> used;
+              bool bad_index = false;
+              auto check = [&](const std::string& name,
+                               const std::vector<Expr>& idx) {
+                if (!is_reg(name)) return;
+                used.push_back(name);
+                bool ok = n.vars.size() == 2 && idx.size() == 2;
+                for (size_t d = 0; ok && d < 2; ++d) {
+                  ok =
+                      idx[d].kind == ExprKind::kVar && idx[d].name == n.vars[d];
+                }
+                if (ok) {
+                  const RegisterFragment& r = cand.at(name);
+                  ok = FoldInt(n.extents[0]) == r.m &&
+                       FoldInt(n.extents[1]) == r.n;
+                }
+                if (!ok) {
+                  drop.insert(name);
+                  bad_index = true;
+                }
+              };
+              ForEachStmt(n.body, [&](const Stmt& b) {
+                if (auto* st = std::get_if<StoreStmt>(&b.node)) {
+                  check(st->name, st->indices);
+                }
+                StmtExprs(b, [&](const Expr& e) {
+                  if (e.kind == ExprKind::kLoad) check(e.name, e.args);
+                });
+              });
+              (void)bad_index;
+              for (const std::string& u : used) {
+                if (is_reg(u) && is_reg(used[0]) &&
+                    !(cand.at(u) == cand.at(used[0]))) {
+                  drop.insert(u);
+                }
+              }
+            }
+          },
+          s.node);
+    });
+    for (const std::string& d : drop) changed |= cand.erase(d) > 0;
+    // Budget: drop the largest while over.
+    int64_t total = 0;
+    for (const auto& [n, r] : cand) total += r.regs();
+    if (!changed && total > kMaxRegsTotal) {
+      auto largest = cand.begin();
+      for (auto it = cand.begin(); it != cand.end(); ++it) {
+        if (it->second.regs() > largest->second.regs()) largest = it;
+      }
+      cand.erase(largest);
+      changed = true;
+    }
+  }
+
+  // 5. Row vectors.
+  PlanRows(k, &plan);
+  // 6. A operands in registers.
+  PlanPacked(k, &plan);
+
+  // 4. Swizzled operands of the tensor-core gemms.
+  ForEachStmt(k.body, [&](const Stmt& s) {
+    if (auto* g = std::get_if<GemmStmt>(&s.node)) {
+      if (cand.count(g->c.name)) {
+        if (!plan.packed.count(g->a.name)) plan.swizzled.insert(g->a.name);
+        plan.swizzled.insert(g->b.name);
+      }
+    }
+  });
+  return plan;
+}
+
+}  // namespace kiln::compiler::cuda

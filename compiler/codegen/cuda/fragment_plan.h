@@ -1,0 +1,90 @@
+// Where each tile of a CUDA kernel lives and how fragments map to threads:
+// the CUDA layout inference. Fragments that only meet element-wise ops in
+// their own index space (fill, whole-tile copies, `parallel` bodies indexing
+// them by the loop variables, row reductions, atomic_add) and are the
+// accumulator of tensor-core GEMMs are held in registers in the mma.sync
+// accumulator layout (kiln/mma.cuh, AccLayout); every other fragment lives in
+// shared memory. 16-bit shared tiles that feed tensor-core GEMMs get a
+// swizzled layout (kiln/shared_layout.cuh).
+//
+// 1. Collect every tile with its scope, dtype and constant shape.
+// 2. For each gemm whose operands are whole 16-bit shared-memory tiles and
+//    whose accumulator is a whole f32 rank-2 fragment, choose a warp grid
+//    from the policy (square / full_row / full_col) such that every warp
+//    owns whole 16x16 tiles; the accumulator becomes a candidate.
+// 3. Drop candidates used any other way (as a gemm operand, a region slice,
+//    cumsum, a reduce destination, a `parallel` index other than its own
+//    loop variables, a `parallel` mixing two register layouts), to a
+//    fixpoint; then drop the largest while the register budget is exceeded.
+// 4. Mark the operand tiles of the remaining tensor-core gemms swizzled.
+// 6. A operands in registers: a 16-bit fragment written only by a copy
+//    from a register accumulator and read only as the A operand of
+//    tensor-core gemms whose accumulators have the same row layout.
+// 5. Row vectors: 1-D f32 fragments that meet only row reductions of
+//    register accumulators (one warp per row), fills, whole copies,
+//    `parallel`s over their rows (storing only into registers) and
+//    `parallel`s over an accumulator reading them by row are held in
+//    registers too, in the accumulator's row layout.
+#ifndef KILN_COMPILER_CODEGEN_CUDA_FRAGMENT_PLAN_H_
+#define KILN_COMPILER_CODEGEN_CUDA_FRAGMENT_PLAN_H_
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "compiler/ir/ir.h"
+
+namespace kiln::compiler::cuda {
+
+struct TileInfo {
+  Scope scope = Scope::kShared;
+  DType dtype = DType::kF32;
+  std::vector<int64_t> dims;
+  Layout layout;
+};
+
+// A register fragment in the mma accumulator layout.
+struct RegisterFragment {
+  int64_t m = 0, n = 0;
+  int warps_m = 1, warps_n = 1;
+  int64_t regs() const { return (m / warps_m / 16) * (n / warps_n / 8) * 4; }
+  bool operator==(const RegisterFragment& o) const {
+    return m == o.m && n == o.n && warps_m == o.warps_m && warps_n == o.warps_n;
+  }
+};
+
+// A 1-D fragment indexed by the rows of register accumulators: each thread
+// holds the rows it owns in the accumulator layout (kiln::RowLayout), the
+// four lanes of a row group holding the same values.
+struct RowFragment {
+  int64_t m = 0;
+  int warps_m = 1, warps_n = 1;
+  int64_t regs() const { return m / warps_m / 16 * 2; }
+};
+
+struct FragmentPlan {
+  std::map<std::string, TileInfo> tiles;  // every alloc of the kernel
+  std::map<std::string, RegisterFragment> registers;
+  std::map<std::string, RowFragment> rows;
+  // 16-bit fragments held in registers as mma A operands: the fragment's
+  // only writer is a copy from this register accumulator (one warp per row
+  // block) and its only readers are tensor-core gemms as A.
+  std::map<std::string, std::string> packed;
+  std::set<std::string> swizzled;
+  // Printable layouts by tile (for --print-ir-after-all).
+  std::map<std::string, std::string> Describe() const;
+};
+
+// The plan for a specialised kernel (every tile dim an integer constant);
+// `threads` is the block size.
+FragmentPlan PlanFragments(const Kernel& kernel, int64_t threads);
+
+// The warp grid for an M x N accumulator (nullopt when none fits).
+bool ChooseWarps(int64_t m, int64_t n, int64_t warps, GemmPolicy policy,
+                 int* warps_m, int* warps_n);
+
+}  // namespace kiln::compiler::cuda
+
+#endif  // KILN_COMPILER_CODEGEN_CUDA_FRAGMENT_PLAN_H_

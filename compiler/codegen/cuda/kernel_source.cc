@@ -1,0 +1,678 @@
+#include "compiler/codegen/cuda/kernel_source.h"
+
+#include <algorithm>
+
+#include "compiler/codegen/cuda/kernel_source_internal.h"
+#include "compiler/codegen/metadata_writer.h"
+#include "compiler/ir/printer.h"
+
+namespace kiln::compiler::cuda {
+namespace internal {
+
+absl::StatusOr<std::string> Emitter::Offset(const Buf& b,
+                                            const std::vector<Expr>& idx) {
+  if (idx.size() != b.shape.size()) {
+    return absl::InternalError("rank mismatch in an element access of " +
+                               b.code);
+  }
+  std::vector<std::string> ix;
+  for (const Expr& e : idx) {
+    auto c = Index(e);
+    if (!c.ok()) return c.status();
+    ix.push_back(*c);
+  }
+  if (b.row) {
+    const bool var = idx.size() == 1 && idx[0].kind == ExprKind::kVar;
+    if (var && !row_q_.empty() && idx[0].name == row_var_) return row_q_;
+    if (var && !reg_q_.empty() && idx[0].name == reg_vars_[0]) {
+      return reg_layout_ + "::row_reg(" + reg_q_ + ")";
+    }
+    return absl::InternalError("row fragment " + b.code +
+                               " accessed outside its own rows");
+  }
+  if (b.reg) {
+    bool ok = !reg_q_.empty() && idx.size() == 2;
+    for (size_t d = 0; ok && d < 2; ++d) {
+      ok = idx[d].kind == ExprKind::kVar && idx[d].name == reg_vars_[d];
+    }
+    if (!ok) {
+      return absl::InternalError("register fragment " + b.code +
+                                 " accessed outside its own elements");
+    }
+    return reg_q_;
+  }
+  if (b.tensor) {
+    std::string s;
+    for (size_t d = 0; d < ix.size(); ++d) {
+      if (d) s += " + ";
+      s += "(" + ix[d] + ") * " + b.strides[d];
+    }
+    return "(" + s + ")";
+  }
+  if (!b.layout.empty()) {
+    return b.layout + "::offset((int)(" + ix[0] + "), (int)(" + ix[1] + "))";
+  }
+  // Row-major tile (rank 1 or > 2), last-dim padding included.
+  std::string s = ix[0];
+  for (size_t d = 1; d < ix.size(); ++d) {
+    int64_t dim = b.dims[d] + (d + 1 == ix.size() ? b.pad : 0);
+    s = "(" + s + ") * " + std::to_string(dim) + "LL + (" + ix[d] + ")";
+  }
+  return "(" + s + ")";
+}
+
+absl::StatusOr<CExpr> Emitter::LoadValue(const std::string& name,
+                                         const std::vector<Expr>& idx) {
+  const Buf* b = FindBuf(name);
+  if (!b) return absl::InvalidArgumentError("unknown buffer '" + name + "'");
+  auto off = Offset(*b, idx);
+  if (!off.ok()) return off.status();
+  const Type t = Type::Of(b->dtype);
+  const std::string p = b->code;
+  if (b->reg || b->row) return CExpr{p + "[" + *off + "]", t};
+  switch (b->dtype) {
+    case DType::kBool:
+      return CExpr{"(" + p + "[" + *off + "] != 0)", t};
+    case DType::kI4:
+      return CExpr{"kiln::load_i4(" + p + ", " + *off + ")", t};
+    case DType::kU4:
+      return CExpr{"kiln::load_u4(" + p + ", " + *off + ")", t};
+    case DType::kF16:
+    case DType::kBF16:
+    case DType::kF8E4M3:
+    case DType::kF8E5M2:
+      return CExpr{"kiln::from_bits<" + NarrowTag(b->dtype) + ">(" + p + "[" +
+                       *off + "])",
+                   t};
+    default:
+      return CExpr{p + "[" + *off + "]", t};
+  }
+}
+
+absl::StatusOr<std::string> Emitter::StoreCode(const std::string& name,
+                                               const std::vector<Expr>& idx,
+                                               AssignOp op,
+                                               const Expr& value_expr) {
+  const Buf* b = FindBuf(name);
+  if (!b) return absl::InvalidArgumentError("unknown buffer '" + name + "'");
+  auto off = Offset(*b, idx);
+  if (!off.ok()) return off.status();
+  const Type t = Type::Of(b->dtype);
+  auto v = Value(value_expr);
+  if (!v.ok()) return v.status();
+  CExpr val = *v;
+  if (b->tensor && op == AssignOp::kAdd) {
+    // `+=` into a tensor is an atomic add (tile-ir.md §8).
+    CExpr x = Convert(val, t);
+    std::string addr = "&" + b->code + "[" + *off + "]";
+    switch (b->dtype) {
+      case DType::kF16:
+      case DType::kBF16:
+      case DType::kF8E4M3:
+      case DType::kF8E5M2:
+        return "kiln::atomic_add_narrow<" + NarrowTag(b->dtype) + ">(" + addr +
+               ", " + x.code + ");";
+      case DType::kI8:
+      case DType::kU8:
+      case DType::kI16:
+        return "kiln::atomic_add_small_int(" + addr + ", (" + RegType(t) + ")" +
+               x.code + ");";
+      case DType::kF32:
+      case DType::kF64:
+      case DType::kI32:
+      case DType::kU32:
+      case DType::kI64:
+        return "kiln::atomic_add(" + addr + ", " + x.code + ");";
+      default:
+        return absl::UnimplementedError(StrCat(
+            "atomic add into a ", DTypeName(b->dtype), " tensor on CUDA"));
+    }
+  }
+  if (op != AssignOp::kSet) {
+    auto cur = LoadValue(name, idx);
+    if (!cur.ok()) return cur.status();
+    BinaryOp bop = op == AssignOp::kAdd   ? BinaryOp::kAdd
+                   : op == AssignOp::kSub ? BinaryOp::kSub
+                   : op == AssignOp::kMul ? BinaryOp::kMul
+                                          : BinaryOp::kDiv;
+    // Reuse the expression emitter's operator semantics on the two values.
+    std::string tmp = StrCat("kiln_cur", uid_++);
+    vars_[tmp] = {cur->code, cur->type};
+    std::string tmp2 = StrCat("kiln_val", uid_++);
+    vars_[tmp2] = {val.code, val.type};
+    auto r = Value(Expr::Binary(bop, Expr::Var(tmp), Expr::Var(tmp2)));
+    if (!r.ok()) return r.status();
+    val = *r;
+  }
+  CExpr x = Convert(val, t);
+  const std::string p = b->code;
+  switch (b->dtype) {
+    case DType::kBool:
+      if (b->reg) break;
+      return p + "[" + *off + "] = (" + x.code + ") ? 1 : 0;";
+    case DType::kI4:
+    case DType::kU4:
+      return "kiln::store_nibble(" + p + ", " + *off + ", (unsigned)(" +
+             x.code + "));";
+    case DType::kF16:
+    case DType::kBF16:
+    case DType::kF8E4M3:
+    case DType::kF8E5M2:
+      if (b->reg) break;
+      return p + "[" + *off + "] = kiln::to_bits<" + NarrowTag(b->dtype) +
+             ">((float)" + x.code + ");";
+    default:
+      break;
+  }
+  return p + "[" + *off + "] = " + x.code + ";";
+}
+
+absl::StatusOr<Access> Emitter::MakeAccess(const Region& r) {
+  const Buf* b = FindBuf(r.name);
+  if (!b) {
+    return absl::InvalidArgumentError(
+        StrCat(At(r.loc), ": unknown buffer '", r.name, "'"));
+  }
+  Access a;
+  a.buf = b;
+  a.name = r.name;
+  for (size_t d = 0; d < b->shape.size(); ++d) {
+    Slice s;
+    if (r.has_slices && d < r.slices.size()) s = r.slices[d];
+    const bool is_full = s.kind == Slice::Kind::kFull;
+    a.full.push_back(is_full);
+    a.free.push_back(s.kind != Slice::Kind::kIndex);
+    a.starts.push_back(is_full ? Expr::Int(0) : FoldConstants(s.start));
+    Expr ext = s.kind == Slice::Kind::kRange ? FoldConstants(s.extent)
+               : is_full                     ? b->shape[d]
+                                             : Expr::Int(1);
+    auto c = FoldInt(ext);
+    a.unit.push_back(a.free.back() && c && *c == 1);
+    a.extents.push_back(std::move(ext));
+  }
+  return a;
+}
+
+// ------------------------------------------------------------ element loops
+
+absl::Status Emitter::ForElements(
+    const std::vector<Expr>& extents, const RegisterFragment* reg,
+    const std::string& reg_layout,
+    const std::function<absl::Status(const std::vector<Expr>&)>& body,
+    const Buf* row, bool lane0_only) {
+  std::vector<int64_t> ext;
+  for (const Expr& e : extents) {
+    auto c = FoldInt(e);
+    if (!c) {
+      return absl::InvalidArgumentError("tile extent '" + Print(e) +
+                                        "' is not a constant");
+    }
+    ext.push_back(*c);
+  }
+  const int id = uid_++;
+  std::vector<Expr> ivs;
+  std::vector<std::string> names;
+  for (size_t d = 0; d < ext.size(); ++d) {
+    names.push_back(StrCat("kiln_i", id, "_", d));
+    ivs.push_back(Expr::Var(names.back()));
+    vars_[names.back()] = {names.back(), Type::Int()};
+  }
+  if (row) {
+    // A row vector's own rows (the 4 lanes of a row group alike).
+    const std::string q = StrCat("kiln_q", id);
+    Line("#pragma unroll");
+    Open(StrCat("for (int ", q, " = 0; ", q, " < ", row->row->regs(), "; ++", q,
+                ")"));
+    Line(StrCat("const long long ", names[0], " = ", row->layout, "::row(", q,
+                ");"));
+    std::string saved_q = row_q_, saved_var = row_var_;
+    row_q_ = q;
+    row_var_ = names[0];
+    if (lane0_only) Open("if ((threadIdx.x & 3) == 0)");
+    absl::Status st = body(ivs);
+    if (lane0_only) Close();
+    row_q_ = saved_q;
+    row_var_ = saved_var;
+    Close();
+    return st;
+  }
+  if (reg) {
+    const std::string q = StrCat("kiln_q", id);
+    Line("#pragma unroll");
+    Open(StrCat("for (int ", q, " = 0; ", q, " < ", reg->regs(), "; ++", q,
+                ")"));
+    Line(StrCat("const long long ", names[0], " = ", reg_layout, "::row(", q,
+                ");"));
+    Line(StrCat("const long long ", names[1], " = ", reg_layout, "::col(", q,
+                ");"));
+    std::string saved_q = reg_q_, saved_layout = reg_layout_;
+    std::vector<std::string> saved_vars = reg_vars_;
+    reg_q_ = q;
+    reg_vars_ = names;
+    reg_layout_ = reg_layout;
+    absl::Status st = body(ivs);
+    reg_q_ = saved_q;
+    reg_vars_ = saved_vars;
+    reg_layout_ = saved_layout;
+    Close();
+    return st;
+  }
+  int64_t total = 1;
+  for (int64_t e : ext) total *= e;
+  const std::string e = StrCat("kiln_e", id);
+  Open(StrCat("for (int ", e, " = threadIdx.x; ", e, " < ", total, "; ", e,
+              " += ", threads_, ")"));
+  int64_t inner = total;
+  for (size_t d = 0; d < ext.size(); ++d) {
+    inner /= ext[d];
+    std::string v = inner == 1 ? e : StrCat(e, " / ", inner);
+    if (d > 0) v = StrCat("(", v, ") % ", ext[d]);
+    Line(StrCat("const long long ", names[d], " = ", v, ";"));
+  }
+  absl::Status st = body(ivs);
+  Close();
+  return st;
+}
+
+absl::Status Emitter::ElementBody(const Block& b) { return EmitBlock(b, true); }
+
+// ------------------------------------------------------------ statements
+
+absl::Status Emitter::EmitBlock(const Block& b, bool element) {
+  for (const Stmt& s : b) KILN_CUDA_RETURN_IF_ERROR(EmitStmt(s, element));
+  return absl::OkStatus();
+}
+
+absl::Status Emitter::EmitStmt(const Stmt& s, bool element) {
+  return std::visit(
+      [&](const auto& n) -> absl::Status {
+        using T = std::decay_t<decltype(n)>;
+        if (!element) {
+          if constexpr (std::is_same_v<T, LetStmt> ||
+                        std::is_same_v<T, StoreStmt>) {
+            std::set<std::string> r, w;
+            Accesses(s, &r, &w);
+            Sync(r, w);
+            Touch(r, w);
+          }
+        }
+        if constexpr (std::is_same_v<T, LetStmt>) {
+          auto v = Value(n.value);
+          if (!v.ok()) return v.status();
+          std::string name = Mangle(n.name);
+          Line("const " + RegType(v->type) + " " + name + " = " + v->code +
+               ";");
+          vars_[n.name] = {name, v->type};
+          return absl::OkStatus();
+        } else if constexpr (std::is_same_v<T, StoreStmt>) {
+          auto c = StoreCode(n.name, n.indices, n.op, n.value);
+          if (!c.ok()) return c.status();
+          Line(*c);
+          return absl::OkStatus();
+        } else if constexpr (std::is_same_v<T, IfStmt>) {
+          auto c = Value(n.cond);
+          if (!c.ok()) return c.status();
+          if (!element) Flush();
+          Open("if (" + c->code + ")");
+          KILN_CUDA_RETURN_IF_ERROR(EmitBlock(n.then_body, element));
+          if (!element) Flush();
+          if (n.has_else) {
+            Close("} else {");
+            ++indent_;
+            KILN_CUDA_RETURN_IF_ERROR(EmitBlock(n.else_body, element));
+            if (!element) Flush();
+          }
+          Close();
+          return absl::OkStatus();
+        } else if constexpr (std::is_same_v<T, ForStmt>) {
+          if (n.loop == LoopKind::kPipelined && !element) {
+            return EmitPipelined(n, s.loc);
+          }
+          return EmitFor(n, element);
+        } else if constexpr (std::is_same_v<T, AllocStmt>) {
+          return EmitAlloc(n);
+        } else if constexpr (std::is_same_v<T, RasterizeStmt>) {
+          return EmitRasterize(n);
+        } else {
+          if (element) {
+            return absl::InvalidArgumentError(
+                StrCat(At(s.loc), ": tile op inside a parallel body"));
+          }
+          Line(StrCat("// tile ", At(s.loc)));
+          std::set<std::string> r, w;
+          Accesses(s, &r, &w);
+          Sync(r, w);
+          absl::Status st = EmitTileOp(s);
+          Touch(r, w);
+          return st;
+        }
+      },
+      s.node);
+}
+
+absl::Status Emitter::EmitTileOp(const Stmt& s) {
+  return std::visit(
+      [&](const auto& n) -> absl::Status {
+        using T = std::decay_t<decltype(n)>;
+        if constexpr (std::is_same_v<T, CopyStmt>) return EmitCopy(n, s.loc);
+        if constexpr (std::is_same_v<T, FillStmt>) return EmitFill(n, s.loc);
+        if constexpr (std::is_same_v<T, GemmStmt>) return EmitGemm(n, s.loc);
+        if constexpr (std::is_same_v<T, ReduceStmt>) {
+          return EmitReduce(n, s.loc);
+        }
+        if constexpr (std::is_same_v<T, CumsumStmt>) {
+          return EmitCumsum(n, s.loc);
+        }
+        if constexpr (std::is_same_v<T, AtomicAddStmt>) {
+          return EmitAtomicAdd(n, s.loc);
+        }
+        if constexpr (std::is_same_v<T, ParallelStmt>) {
+          return EmitParallel(n, s.loc);
+        }
+        return absl::UnimplementedError(StrCat(At(s.loc), ": statement"));
+      },
+      s.node);
+}
+
+absl::Status Emitter::EmitAlloc(const AllocStmt& a) {
+  Buf& b = bufs_[a.name];
+  b.dtype = a.dtype;
+  b.scope = a.scope;
+  b.code = Mangle(a.name);
+  int64_t elems = 1;
+  for (const Expr& d : a.shape) {
+    auto c = FoldInt(d);
+    if (!c || *c <= 0) {
+      return absl::InvalidArgumentError("tile '" + a.name +
+                                        "' has a dim that is not a constant");
+    }
+    b.dims.push_back(*c);
+    b.shape.push_back(Expr::Int(*c));
+    elems *= *c;
+  }
+  const std::string st = StorageType(a.dtype);
+  if (auto it = plan_.registers.find(a.name); it != plan_.registers.end()) {
+    b.reg = &it->second;
+    b.layout = b.code + "_L";
+    Line(StrCat("typedef kiln::AccLayout<", b.reg->m, ", ", b.reg->n, ", ",
+                b.reg->warps_m, ", ", b.reg->warps_n, "> ", b.layout, ";"));
+    Line(StrCat("float ", b.code, "[", b.reg->regs(), "];"));
+    return absl::OkStatus();
+  }
+  if (auto it = plan_.packed.find(a.name); it != plan_.packed.end()) {
+    const RegisterFragment& acc = plan_.registers.at(it->second);
+    b.packed_from = it->second;
+    Line(StrCat("unsigned ", b.code, "[",
+                acc.m / acc.warps_m / 16 * (acc.n / 16) * 4,
+                "];  // mma A operands"));
+    return absl::OkStatus();
+  }
+  if (auto it = plan_.rows.find(a.name); it != plan_.rows.end()) {
+    b.row = &it->second;
+    b.layout = b.code + "_L";
+    Line(StrCat("typedef kiln::RowLayout<", b.row->m, ", ", b.row->warps_m,
+                ", ", b.row->warps_n, "> ", b.layout, ";"));
+    Line(StrCat("float ", b.code, "[", b.row->regs(), "];"));
+    return absl::OkStatus();
+  }
+  if (a.scope == Scope::kLocal) {
+    Line(StrCat(st, " ", b.code, "[",
+                StorageBytes(a.dtype, elems) /
+                    std::max<int64_t>(1, DTypeBits(a.dtype) / 8),
+                "];"));
+    if (a.dtype == DType::kI4 || a.dtype == DType::kU4) {
+      return absl::UnimplementedError("4-bit local tiles on CUDA");
+    }
+    return absl::OkStatus();
+  }
+  if (a.layout.kind == Layout::Kind::kPadded) b.pad = a.layout.param;
+  if (b.dims.size() == 2) {
+    b.layout = b.code + "_L";
+    const int64_t eb = std::max<int64_t>(1, DTypeBits(a.dtype) / 8);
+    if (plan_.swizzled.count(a.name)) {
+      Line(StrCat("typedef kiln::Swizzled<", b.dims[0], ", ", b.dims[1], ", ",
+                  eb, "> ", b.layout, ";"));
+    } else if (a.dtype == DType::kI4 || a.dtype == DType::kU4) {
+      b.layout.clear();  // packed: addressed as a flat row-major index
+    } else {
+      Line(StrCat("typedef kiln::RowMajor<", b.dims[0], ", ", b.dims[1], ", ",
+                  b.pad, "> ", b.layout, ";"));
+    }
+  }
+  int64_t padded = elems;
+  if (b.pad && !b.dims.empty())
+    padded = elems / b.dims.back() * (b.dims.back() + b.pad);
+  const int64_t bytes = StorageBytes(a.dtype, padded);
+  int64_t stages = 1;
+  if (auto it = ring_stages_.find(a.name); it != ring_stages_.end()) {
+    stages = it->second;
+  }
+  const int64_t slot = (bytes + kSmemAlign - 1) / kSmemAlign * kSmemAlign;
+  const int64_t off = smem_bytes_;
+  smem_bytes_ += slot * stages;
+  smem_offsets_[a.name] = off;
+  if (stages > 1) {
+    Line(StrCat(st, "* const ", b.code, "_ring = reinterpret_cast<", st,
+                "*>(kiln_smem + ", off, ");"));
+    Line(StrCat(st, "* ", b.code, " = ", b.code, "_ring;"));
+    Line(StrCat("constexpr int ", b.code, "_slot = ",
+                slot / (int64_t)sizeof(char), ";  // bytes per stage"));
+  } else {
+    Line(StrCat(st, "* ", b.code, " = reinterpret_cast<", st, "*>(kiln_smem + ",
+                off, ");"));
+  }
+  slot_bytes_[a.name] = slot;
+  return absl::OkStatus();
+}
+
+absl::Status Emitter::EmitFor(const ForStmt& f, bool element) {
+  std::string start = "0LL";
+  if (f.start) {
+    auto s = Index(*f.start);
+    if (!s.ok()) return s.status();
+    start = *s;
+  }
+  auto stop = Index(f.stop);
+  if (!stop.ok()) return stop.status();
+  const std::string v = Mangle(f.var);
+  vars_[f.var] = {v, Type::Int()};
+  if (!element) Flush();
+  if (f.loop == LoopKind::kUnroll) Line("#pragma unroll");
+  Open(StrCat("for (long long ", v, " = ", start, "; ", v, " < ", *stop, "; ++",
+              v, ")"));
+  KILN_CUDA_RETURN_IF_ERROR(EmitBlock(f.body, element));
+  if (!element) Flush();
+  Close();
+  return absl::OkStatus();
+}
+
+absl::Status Emitter::EmitRasterize(const RasterizeStmt& r) {
+  if (k_.block_vars.size() < 2) return absl::OkStatus();
+  auto p = Index(r.panel);
+  if (!p.ok()) return p.status();
+  const std::string bx = Mangle(k_.block_vars[0]);
+  const std::string by = Mangle(k_.block_vars[1]);
+  Line("// rasterize: panels of blocks for L2 reuse (a bijection of the grid)");
+  Open("");
+  Line("const long long kiln_p = kiln::max_(" + *p + ", 1LL);");
+  Line("const long long kiln_gx = gridDim.x, kiln_gy = gridDim.y;");
+  if (r.order == RasterOrder::kRow) {
+    Line("const long long kiln_lin = " + by + " * kiln_gx + " + bx + ";");
+    Line("const long long kiln_panel = kiln_lin / (kiln_p * kiln_gx);");
+    Line("const long long kiln_in = kiln_lin % (kiln_p * kiln_gx);");
+    Line(
+        "const long long kiln_rows = kiln::min_(kiln_p, kiln_gy - "
+        "kiln_panel * kiln_p);");
+    Line(by + " = kiln_panel * kiln_p + kiln_in % kiln_rows;");
+    Line(bx + " = kiln_in / kiln_rows;");
+  } else {
+    Line("const long long kiln_lin = " + bx + " * kiln_gy + " + by + ";");
+    Line("const long long kiln_panel = kiln_lin / (kiln_p * kiln_gy);");
+    Line("const long long kiln_in = kiln_lin % (kiln_p * kiln_gy);");
+    Line(
+        "const long long kiln_cols = kiln::min_(kiln_p, kiln_gx - "
+        "kiln_panel * kiln_p);");
+    Line(bx + " = kiln_panel * kiln_p + kiln_in % kiln_cols;");
+    Line(by + " = kiln_in / kiln_cols;");
+  }
+  Close();
+  return absl::OkStatus();
+}
+
+// ------------------------------------------------------------ tile ops
+
+absl::StatusOr<KernelSource> Emitter::Run() {
+  auto threads = FoldInt(k_.threads);
+  if (!threads || *threads < 1 || *threads > 1024) {
+    return absl::InvalidArgumentError(
+        "threads(...) must be a constant in 1..1024 after specialisation");
+  }
+  threads_ = *threads;
+  KernelSource out;
+  out.entry = "kiln_" + k_.name;
+  out.threads = threads_;
+  // Scratch for cross-warp row reductions of register fragments.
+  int64_t scratch = 0;
+  std::function<void(const Block&)> reduced = [&](const Block& b) {
+    for (const Stmt& s : b) {
+      if (auto* r = std::get_if<ReduceStmt>(&s.node)) {
+        auto it = plan_.registers.find(r->src.name);
+        if (it != plan_.registers.end() && it->second.warps_n > 1) {
+          scratch = std::max(scratch, it->second.m * it->second.warps_n * 4);
+        }
+      } else if (auto* f = std::get_if<ForStmt>(&s.node)) {
+        reduced(f->body);
+      } else if (auto* i = std::get_if<IfStmt>(&s.node)) {
+        reduced(i->then_body);
+        reduced(i->else_body);
+      }
+    }
+  };
+  reduced(k_.body);
+  scratch_offset_ = 0;
+  smem_bytes_ = (scratch + kSmemAlign - 1) / kSmemAlign * kSmemAlign;
+
+  std::vector<std::string> params;
+  std::vector<std::string> prologue;
+  for (const Param& p : k_.params) {
+    const std::string name = Mangle(p.name);
+    if (p.is_tensor) {
+      params.push_back(StorageType(p.dtype) + "* " + name);
+      Buf& b = bufs_[p.name];
+      b.tensor = true;
+      b.dtype = p.dtype;
+      b.code = name;
+      b.shape = p.shape;
+      continue;
+    }
+    const Type t = Type::Of(p.dtype);
+    switch (p.dtype) {
+      case DType::kF16:
+      case DType::kBF16:
+      case DType::kF8E4M3:
+      case DType::kF8E5M2:
+        params.push_back(StorageType(p.dtype) + " " + name + "_bits");
+        prologue.push_back("const float " + name + " = kiln::from_bits<" +
+                           NarrowTag(p.dtype) + ">(" + name + "_bits);");
+        break;
+      case DType::kBool:
+        params.push_back("unsigned char " + name + "_raw");
+        prologue.push_back("const bool " + name + " = " + name + "_raw != 0;");
+        break;
+      case DType::kI4:
+        params.push_back("unsigned char " + name + "_raw");
+        prologue.push_back("const signed char " + name + " = kiln::wrap_i4(" +
+                           name + "_raw);");
+        break;
+      case DType::kU4:
+        params.push_back("unsigned char " + name + "_raw");
+        prologue.push_back("const unsigned char " + name + " = kiln::wrap_u4(" +
+                           name + "_raw);");
+        break;
+      default:
+        params.push_back(RegType(t) + " " + name);
+        break;
+    }
+    vars_[p.name] = {name, t};
+  }
+  for (const std::string& s : DynamicSymbols(k_)) {
+    params.push_back("long long " + Mangle(s));
+    vars_[s] = {Mangle(s), Type::Int()};
+  }
+  // Tensor strides.
+  for (const Param& p : k_.params) {
+    if (!p.is_tensor) continue;
+    Buf& b = bufs_[p.name];
+    const size_t rank = p.shape.size();
+    b.strides.resize(rank);
+    for (size_t d = 0; d < rank; ++d) {
+      const std::string sv = StrCat(b.code, "_s", d);
+      std::string code;
+      if (!p.strides.empty()) {
+        auto c = FoldInt(p.strides[d]);
+        if (c && *c == 1) {
+          b.strides[d] = "1LL";
+          continue;
+        }
+        auto e = Index(p.strides[d]);
+        if (!e.ok()) return e.status();
+        code = *e;
+      } else if (d + 1 == rank) {
+        b.strides[d] = "1LL";
+        continue;
+      } else {
+        code = "1LL";
+        for (size_t j = d + 1; j < rank; ++j) {
+          auto e = Index(p.shape[j]);
+          if (!e.ok()) return e.status();
+          code += " * " + *e;
+        }
+      }
+      prologue.push_back("const long long " + sv + " = " + code + ";");
+      b.strides[d] = sv;
+    }
+  }
+  for (size_t d = 0; d < k_.block_vars.size(); ++d) {
+    const std::string v = Mangle(k_.block_vars[d]);
+    prologue.push_back(StrCat("long long ", v, " = blockIdx.", "xyz"[d], ";"));
+    vars_[k_.block_vars[d]] = {v, Type::Int()};
+  }
+  indent_ = 1;
+  for (const std::string& l : prologue) Line(l);
+  KILN_CUDA_RETURN_IF_ERROR(EmitBlock(k_.body, false));
+  std::string body = std::move(out_);
+
+  std::string src;
+  src += "// Generated by Kiln from tile IR kernel '" + k_.name + "'.\n";
+  src += "#include \"kiln/kiln.cuh\"\n\n";
+  // Tensor-core kernels of 8+ warps: ask for two blocks per SM (at most
+  // 128 registers per thread), so that each scheduler has four warps
+  // issuing mma.sync.
+  // Only when the register fragments leave room (at most 64 accumulator
+  // registers per thread).
+  int64_t fragment_regs = 0;
+  for (const auto& [name, r] : plan_.registers) fragment_regs += r.regs();
+  const int min_blocks =
+      threads_ >= 256 && fragment_regs > 0 && fragment_regs <= 64 ? 2 : 1;
+  src += StrCat("extern \"C\" __global__ void __launch_bounds__(", threads_,
+                ", ", min_blocks, ")\n", out.entry, "(");
+  for (size_t i = 0; i < params.size(); ++i) {
+    src += (i ? ",\n    " : "") + params[i];
+  }
+  src += ") {\n";
+  src += "  extern __shared__ __align__(128) unsigned char kiln_smem[];\n";
+  src += body;
+  src += "}\n";
+  out.source = std::move(src);
+  out.shared_bytes = smem_bytes_;
+  return out;
+}
+
+}  // namespace internal
+
+absl::StatusOr<KernelSource> EmitKernelSource(const Kernel& kernel,
+                                              const FragmentPlan& plan) {
+  return internal::Emitter(kernel, plan).Run();
+}
+
+}  // namespace kiln::compiler::cuda

@@ -1,0 +1,292 @@
+// Internal to the CUDA code generator: the kernel-source emitter shared by
+// kernel_source.cc (statements, allocation, the kernel), tile_ops.cc (copy,
+// fill, atomic_add, parallel, cumsum, gemm), reduce_op.cc and
+// pipelined_loop.cc (the cp.async ring). Not a public interface.
+#ifndef KILN_COMPILER_CODEGEN_CUDA_KERNEL_SOURCE_INTERNAL_H_
+#define KILN_COMPILER_CODEGEN_CUDA_KERNEL_SOURCE_INTERNAL_H_
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "compiler/codegen/cuda/expr_emitter.h"
+#include "compiler/codegen/cuda/fragment_plan.h"
+#include "compiler/codegen/cuda/kernel_source.h"
+#include "compiler/ir/const_fold.h"
+#include "compiler/ir/dtype.h"
+#include "compiler/ir/format.h"
+#include "compiler/ir/ir.h"
+
+namespace kiln::compiler::cuda::internal {
+
+#define KILN_CUDA_RETURN_IF_ERROR(expr)  \
+  do {                                   \
+    absl::Status kiln_st_ = (expr);      \
+    if (!kiln_st_.ok()) return kiln_st_; \
+  } while (0)
+
+inline constexpr int64_t kSmemAlign = 128;
+
+inline std::string At(const Loc& l) { return StrCat(l.line, ":", l.col); }
+
+inline int64_t StorageBytes(DType t, int64_t elems) {
+  if (t == DType::kI4 || t == DType::kU4) return (elems + 1) / 2;
+  if (t == DType::kBool) return elems;
+  return elems * (DTypeBits(t) / 8);
+}
+
+// A global tensor or a tile, as the emitter addresses it.
+struct Buf {
+  bool tensor = false;
+  DType dtype = DType::kF32;
+  Scope scope = Scope::kGlobal;
+  std::string code;                  // C++ name of the base pointer / array
+  std::vector<Expr> shape;           // IR dims (tiles: Int)
+  std::vector<int64_t> dims;         // tiles: constant dims
+  std::vector<std::string> strides;  // tensors: C++ stride per dim
+  const RegisterFragment* reg = nullptr;
+  const RowFragment* row = nullptr;  // a register row vector
+  std::string packed_from;           // mma A operands packed from this acc
+  std::string layout;  // rank-2 shared tiles: the layout typedef name
+  int64_t pad = 0;
+};
+
+// One region operand (like the CPU lowering's): per dim a start, and for
+// free (ranged or full) dims an extent.
+struct Access {
+  const Buf* buf = nullptr;
+  std::string name;
+  std::vector<Expr> starts, extents;
+  std::vector<bool> free, unit, full;
+
+  std::vector<Expr> FreeExtents(bool drop_unit) const {
+    std::vector<Expr> out;
+    for (size_t d = 0; d < free.size(); ++d) {
+      if (free[d] && !(drop_unit && unit[d])) out.push_back(extents[d]);
+    }
+    return out;
+  }
+  std::vector<Expr> Indices(const std::vector<Expr>& ivs,
+                            bool drop_unit) const {
+    std::vector<Expr> idx;
+    size_t k = 0;
+    for (size_t d = 0; d < starts.size(); ++d) {
+      if (!free[d] || (drop_unit && unit[d]) || k >= ivs.size()) {
+        idx.push_back(starts[d]);
+      } else {
+        auto s0 = FoldInt(starts[d]);
+        idx.push_back(s0 && *s0 == 0
+                          ? ivs[k++]
+                          : Expr::Binary(BinaryOp::kAdd, starts[d], ivs[k++]));
+      }
+    }
+    return idx;
+  }
+  Expr Load(const std::vector<Expr>& ivs) const {
+    return Expr::Load(name, Indices(ivs, false));
+  }
+  Expr Guard(const std::vector<Expr>& idx) const {
+    Expr g = Expr::Bool(true);
+    if (!buf->tensor) return g;
+    auto conj = [&](Expr c) {
+      g = g.kind == ExprKind::kBool
+              ? std::move(c)
+              : Expr::Binary(BinaryOp::kAnd, std::move(g), std::move(c));
+    };
+    for (size_t d = 0; d < idx.size(); ++d) {
+      if (full[d]) continue;
+      conj(Expr::Binary(BinaryOp::kLe, Expr::Int(0), idx[d]));
+      conj(Expr::Binary(BinaryOp::kLt, idx[d], buf->shape[d]));
+    }
+    return g;
+  }
+};
+
+inline Stmt MakeStmt(auto node, Loc loc = {}) {
+  Stmt s;
+  s.loc = loc;
+  s.node = std::move(node);
+  return s;
+}
+inline Stmt StoreOf(const std::string& name, std::vector<Expr> idx, Expr value,
+                    AssignOp op = AssignOp::kSet) {
+  StoreStmt st;
+  st.name = name;
+  st.indices = std::move(idx);
+  st.value = std::move(value);
+  st.op = op;
+  return MakeStmt(std::move(st));
+}
+inline Stmt Guarded(Expr guard, Stmt then_s, std::optional<Stmt> else_s) {
+  if (guard.kind == ExprKind::kBool && guard.bool_value) return then_s;
+  IfStmt s;
+  s.cond = std::move(guard);
+  s.then_body.push_back(std::move(then_s));
+  if (else_s) {
+    s.has_else = true;
+    s.else_body.push_back(std::move(*else_s));
+  }
+  return MakeStmt(std::move(s));
+}
+
+inline bool Whole(const Region& r) {
+  if (!r.has_slices) return true;
+  for (const Slice& s : r.slices) {
+    if (s.kind != Slice::Kind::kFull) return false;
+  }
+  return true;
+}
+
+class Emitter {
+ public:
+  Emitter(const Kernel& k, const FragmentPlan& plan) : k_(k), plan_(plan) {}
+
+  absl::StatusOr<KernelSource> Run();
+
+ private:
+  // ---- output
+  void Line(const std::string& s) {
+    out_.append(static_cast<size_t>(indent_) * 2, ' ');
+    out_ += s;
+    out_ += '\n';
+  }
+  void Open(const std::string& s) {
+    Line(s + " {");
+    ++indent_;
+  }
+  void Close(const std::string& tail = "}") {
+    --indent_;
+    Line(tail);
+  }
+  // Barriers are placed lazily: pend_r_/pend_w_ hold the shared buffers
+  // read/written since the last barrier; an op that reads or writes what
+  // is pending-written, or writes what is pending-read, gets one first.
+  void Barrier() {
+    Line("__syncthreads();");
+    pend_r_.clear();
+    pend_w_.clear();
+  }
+  void Sync(const std::set<std::string>& r, const std::set<std::string>& w) {
+    bool need = false;
+    for (const std::string& n : r) need |= pend_w_.count(n) > 0;
+    for (const std::string& n : w) {
+      need |= pend_w_.count(n) > 0 || pend_r_.count(n) > 0;
+    }
+    if (need) Barrier();
+  }
+  void Touch(const std::set<std::string>& r, const std::set<std::string>& w) {
+    pend_r_.insert(r.begin(), r.end());
+    pend_w_.insert(w.begin(), w.end());
+  }
+  void Flush() {
+    if (!pend_r_.empty() || !pend_w_.empty()) Barrier();
+  }
+  // The shared buffers a statement reads and writes (whole subtree).
+  void Accesses(const Stmt& s, std::set<std::string>* r,
+                std::set<std::string>* w) const;
+
+  // ---- names and values
+  absl::StatusOr<CExpr> VarValue(const std::string& name) {
+    auto it = vars_.find(name);
+    if (it == vars_.end()) {
+      return absl::InvalidArgumentError("unknown name '" + name + "'");
+    }
+    return CExpr{it->second.first, it->second.second};
+  }
+  ExprEmitter Exprs() {
+    return ExprEmitter(
+        [this](const std::string& n) { return VarValue(n); },
+        [this](const std::string& n, const std::vector<Expr>& idx) {
+          return LoadValue(n, idx);
+        });
+  }
+  absl::StatusOr<CExpr> Value(const Expr& e) { return Exprs().Emit(e); }
+  absl::StatusOr<std::string> Index(const Expr& e) { return Exprs().Index(e); }
+
+  const Buf* FindBuf(const std::string& n) const {
+    auto it = bufs_.find(n);
+    return it == bufs_.end() ? nullptr : &it->second;
+  }
+  // The storage offset of an element (C++ long long), or for register
+  // fragments the register index.
+  absl::StatusOr<std::string> Offset(const Buf& b,
+                                     const std::vector<Expr>& idx);
+  absl::StatusOr<CExpr> LoadValue(const std::string& name,
+                                  const std::vector<Expr>& idx);
+  absl::StatusOr<std::string> StoreCode(const std::string& name,
+                                        const std::vector<Expr>& idx,
+                                        AssignOp op, const Expr& value);
+  absl::StatusOr<Access> MakeAccess(const Region& r);
+
+  // ---- statements
+  absl::Status EmitBlock(const Block& b, bool element);
+  absl::Status EmitStmt(const Stmt& s, bool element);
+  absl::Status EmitAlloc(const AllocStmt& a);
+  absl::Status EmitTileOp(const Stmt& s);
+  absl::Status EmitFor(const ForStmt& f, bool element);
+  absl::Status EmitPipelined(const ForStmt& f, const Loc& loc);
+  absl::Status EmitRasterize(const RasterizeStmt& r);
+
+  // Runs `body` once per element of `extents` (constants), spread over the
+  // threads; the loop variables are bound to `ivs` names. With `reg` the
+  // elements are a register fragment's own (fully unrolled).
+  absl::Status ForElements(
+      const std::vector<Expr>& extents, const RegisterFragment* reg,
+      const std::string& reg_layout,
+      const std::function<absl::Status(const std::vector<Expr>&)>& body,
+      const Buf* row = nullptr, bool lane0_only = false);
+  absl::Status ElementBody(const Block& b);
+
+  absl::Status EmitCopy(const CopyStmt& c, const Loc& loc);
+  bool TryFastCopy(const Access& src, const Access& dst, const Loc& loc,
+                   const std::string& dst_ptr_override, bool wait,
+                   absl::Status* st);
+  absl::Status EmitFill(const FillStmt& f, const Loc& loc);
+  absl::Status EmitGemm(const GemmStmt& g, const Loc& loc);
+  absl::Status EmitReduce(const ReduceStmt& r, const Loc& loc);
+  absl::Status EmitCumsum(const CumsumStmt& c, const Loc& loc);
+  absl::Status EmitAtomicAdd(const AtomicAddStmt& a, const Loc& loc);
+  absl::Status EmitParallel(const ParallelStmt& p, const Loc& loc);
+
+  // Does an op on these buffers touch shared memory (so needs a barrier)?
+  bool Shared(const std::string& n) const {
+    const Buf* b = FindBuf(n);
+    return b && !b->tensor && !b->reg && !b->row && b->packed_from.empty() &&
+           b->scope != Scope::kLocal;
+  }
+
+  const Kernel& k_;
+  const FragmentPlan& plan_;
+  std::string out_;
+  int indent_ = 0;
+  std::map<std::string, std::pair<std::string, Type>> vars_;
+  std::map<std::string, Buf> bufs_;
+  std::map<std::string, int64_t> smem_offsets_;
+  std::map<std::string, int64_t> ring_stages_;  // tile -> stages
+  std::map<std::string, int64_t> slot_bytes_;   // shared tile -> bytes
+  std::set<std::string> pend_r_, pend_w_;
+  int64_t smem_bytes_ = 0;
+  int64_t scratch_offset_ = -1;
+  int64_t threads_ = 0;
+  // Register-fragment element context: the register index variable and the
+  // element index variables it stands for.
+  std::string reg_q_;
+  std::vector<std::string> reg_vars_;
+  std::string reg_layout_;
+  // Row-vector context: the register index and the row variable.
+  std::string row_q_;
+  std::string row_var_;
+  int uid_ = 0;
+};
+
+// Names used by a block (loads, regions, stores) and declared in it.
+void CollectUses(const Block& b, std::set<std::string>* used,
+                 std::set<std::string>* declared);
+
+}  // namespace kiln::compiler::cuda::internal
+
+#endif  // KILN_COMPILER_CODEGEN_CUDA_KERNEL_SOURCE_INTERNAL_H_

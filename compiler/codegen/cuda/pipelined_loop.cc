@@ -1,0 +1,317 @@
+// `pipelined` loops on the CUDA target: global-to-shared copies at the top
+// of the body whose tiles live only in the loop become a multi-stage
+// cp.async ring (stage k + S - 1 is in flight while stage k computes); the
+// rest of the body runs as written. Also the shared-buffer access sets the
+// lazy barrier placement uses.
+#include <algorithm>
+
+#include "compiler/codegen/cuda/kernel_source_internal.h"
+
+namespace kiln::compiler::cuda::internal {
+
+void CollectUses(const Block& b, std::set<std::string>* used,
+                 std::set<std::string>* declared);
+
+void Emitter::Accesses(const Stmt& s, std::set<std::string>* r,
+                       std::set<std::string>* w) const {
+  auto rd = [&](const std::string& n) {
+    if (Shared(n)) r->insert(n);
+  };
+  auto wr = [&](const std::string& n) {
+    if (Shared(n)) w->insert(n);
+  };
+  std::function<void(const Expr&)> ex = [&](const Expr& e) {
+    if (e.kind == ExprKind::kLoad) rd(e.name);
+    for (const Expr& a : e.args) ex(a);
+  };
+  std::function<void(const Block&)> body = [&](const Block& b) {
+    for (const Stmt& x : b) Accesses(x, r, w);
+  };
+  std::visit(
+      [&](const auto& n) {
+        using T = std::decay_t<decltype(n)>;
+        if constexpr (std::is_same_v<T, CopyStmt>) {
+          rd(n.src.name);
+          wr(n.dst.name);
+        } else if constexpr (std::is_same_v<T, FillStmt>) {
+          wr(n.dst.name);
+        } else if constexpr (std::is_same_v<T, GemmStmt>) {
+          rd(n.a.name);
+          rd(n.b.name);
+          rd(n.c.name);
+          wr(n.c.name);
+        } else if constexpr (std::is_same_v<T, ReduceStmt>) {
+          rd(n.src.name);
+          rd(n.dst.name);
+          wr(n.dst.name);
+          const Buf* b = FindBuf(n.src.name);
+          if (b && b->reg && b->reg->warps_n > 1) {
+            r->insert("kiln_scratch");
+            w->insert("kiln_scratch");
+          }
+        } else if constexpr (std::is_same_v<T, CumsumStmt>) {
+          rd(n.src.name);
+          rd(n.dst.name);
+          wr(n.dst.name);
+        } else if constexpr (std::is_same_v<T, AtomicAddStmt>) {
+          rd(n.src.name);
+        } else if constexpr (std::is_same_v<T, ParallelStmt>) {
+          body(n.body);
+        } else if constexpr (std::is_same_v<T, ForStmt>) {
+          if (n.start) ex(*n.start);
+          ex(n.stop);
+          body(n.body);
+        } else if constexpr (std::is_same_v<T, IfStmt>) {
+          ex(n.cond);
+          body(n.then_body);
+          body(n.else_body);
+        } else if constexpr (std::is_same_v<T, LetStmt>) {
+          ex(n.value);
+        } else if constexpr (std::is_same_v<T, StoreStmt>) {
+          for (const Expr& i : n.indices) ex(i);
+          ex(n.value);
+          wr(n.name);
+          if (n.op != AssignOp::kSet) rd(n.name);
+        }
+      },
+      s.node);
+}
+
+// Names a statement or expression declares or uses.
+void CollectUses(const Block& b, std::set<std::string>* used,
+                 std::set<std::string>* declared);
+void ExprUses(const Expr& e, std::set<std::string>* used) {
+  if (e.kind == ExprKind::kVar || e.kind == ExprKind::kLoad) {
+    used->insert(e.name);
+  }
+  for (const Expr& a : e.args) ExprUses(a, used);
+}
+void RegionUses(const Region& r, std::set<std::string>* used) {
+  used->insert(r.name);
+  for (const Slice& s : r.slices) {
+    if (s.kind != Slice::Kind::kFull) ExprUses(s.start, used);
+    if (s.kind == Slice::Kind::kRange) ExprUses(s.extent, used);
+  }
+}
+void CollectUses(const Block& b, std::set<std::string>* used,
+                 std::set<std::string>* declared) {
+  for (const Stmt& s : b) {
+    std::visit(
+        [&](const auto& n) {
+          using T = std::decay_t<decltype(n)>;
+          if constexpr (std::is_same_v<T, AllocStmt>) {
+            declared->insert(n.name);
+          } else if constexpr (std::is_same_v<T, CopyStmt>) {
+            RegionUses(n.src, used);
+            RegionUses(n.dst, used);
+          } else if constexpr (std::is_same_v<T, FillStmt>) {
+            RegionUses(n.dst, used);
+            ExprUses(n.value, used);
+          } else if constexpr (std::is_same_v<T, GemmStmt>) {
+            RegionUses(n.a, used);
+            RegionUses(n.b, used);
+            RegionUses(n.c, used);
+          } else if constexpr (std::is_same_v<T, ReduceStmt> ||
+                               std::is_same_v<T, CumsumStmt>) {
+            RegionUses(n.src, used);
+            RegionUses(n.dst, used);
+          } else if constexpr (std::is_same_v<T, AtomicAddStmt>) {
+            RegionUses(n.src, used);
+            RegionUses(n.dst, used);
+          } else if constexpr (std::is_same_v<T, ParallelStmt>) {
+            for (const std::string& v : n.vars) declared->insert(v);
+            CollectUses(n.body, used, declared);
+          } else if constexpr (std::is_same_v<T, ForStmt>) {
+            declared->insert(n.var);
+            if (n.start) ExprUses(*n.start, used);
+            ExprUses(n.stop, used);
+            CollectUses(n.body, used, declared);
+          } else if constexpr (std::is_same_v<T, IfStmt>) {
+            ExprUses(n.cond, used);
+            CollectUses(n.then_body, used, declared);
+            CollectUses(n.else_body, used, declared);
+          } else if constexpr (std::is_same_v<T, LetStmt>) {
+            declared->insert(n.name);
+            ExprUses(n.value, used);
+          } else if constexpr (std::is_same_v<T, StoreStmt>) {
+            used->insert(n.name);
+            for (const Expr& i : n.indices) ExprUses(i, used);
+            ExprUses(n.value, used);
+          } else if constexpr (std::is_same_v<T, RasterizeStmt>) {
+            ExprUses(n.panel, used);
+          }
+        },
+        s.node);
+  }
+}
+
+// Uses of names in the kernel outside the statement `skip`.
+void UsesOutside(const Block& b, const Stmt* skip,
+                 std::set<std::string>* used) {
+  std::set<std::string> declared;
+  for (const Stmt& s : b) {
+    if (&s == skip) continue;
+    Block one{s};
+    if (auto* f = std::get_if<ForStmt>(&s.node)) {
+      ExprUses(f->stop, used);
+      if (f->start) ExprUses(*f->start, used);
+      UsesOutside(f->body, skip, used);
+    } else if (auto* i = std::get_if<IfStmt>(&s.node)) {
+      ExprUses(i->cond, used);
+      UsesOutside(i->then_body, skip, used);
+      UsesOutside(i->else_body, skip, used);
+    } else {
+      CollectUses(one, used, &declared);
+    }
+  }
+}
+
+absl::Status Emitter::EmitPipelined(const ForStmt& f, const Loc& loc) {
+  auto stages = f.stages ? FoldInt(*f.stages) : std::nullopt;
+  if (!stages || *stages < 1 || *stages > 8) {
+    return absl::InvalidArgumentError(StrCat(
+        At(loc), ": pipelined loop needs a constant stage count in 1..8"));
+  }
+  const int64_t S = *stages;
+  // Copies that go through the cp.async ring.
+  std::set<std::string> inner_used, inner_declared;
+  CollectUses(f.body, &inner_used, &inner_declared);
+  inner_declared.insert(f.var);
+  std::set<std::string> outside;
+  const Stmt* self = nullptr;
+  std::function<void(const Block&)> find = [&](const Block& b) {
+    for (const Stmt& s : b) {
+      if (auto* x = std::get_if<ForStmt>(&s.node)) {
+        if (x == &f) self = &s;
+        find(x->body);
+      } else if (auto* x = std::get_if<IfStmt>(&s.node)) {
+        find(x->then_body);
+        find(x->else_body);
+      }
+    }
+  };
+  find(k_.body);
+  UsesOutside(k_.body, self, &outside);
+  std::vector<const CopyStmt*> ring;
+  std::map<std::string, int> writes;
+  vars_[f.var] = {Mangle(f.var), Type::Int()};
+  for (const Stmt& s : f.body) {
+    std::set<std::string> u, d;
+    CollectUses(Block{s}, &u, &d);
+    if (auto* c = std::get_if<CopyStmt>(&s.node)) writes[c->dst.name]++;
+  }
+  if (S >= 2) {
+    for (const Stmt& s : f.body) {
+      auto* c = std::get_if<CopyStmt>(&s.node);
+      if (!c || !Shared(c->dst.name) || !Whole(c->dst)) continue;
+      const Buf* sb = FindBuf(c->src.name);
+      if (!sb || !sb->tensor || outside.count(c->dst.name) ||
+          writes[c->dst.name] != 1) {
+        continue;
+      }
+      std::set<std::string> u;
+      RegionUses(c->src, &u);
+      bool local_dep = false;
+      for (const std::string& n : u) {
+        if (n != f.var && inner_declared.count(n)) local_dep = true;
+      }
+      if (local_dep) continue;
+      auto src = MakeAccess(c->src);
+      auto dst = MakeAccess(c->dst);
+      if (!src.ok() || !dst.ok()) continue;
+      // Check eligibility by emitting into a scratch buffer.
+      std::string saved = out_;
+      absl::Status st;
+      bool ok = TryFastCopy(*src, *dst, loc, "kiln_probe", false, &st);
+      out_ = saved;
+      if (ok && st.ok()) ring.push_back(c);
+    }
+  }
+  if (ring.empty()) return EmitFor(f, false);
+
+  std::string start = "0LL";
+  if (f.start) {
+    auto s = Index(*f.start);
+    if (!s.ok()) return s.status();
+    start = *s;
+  }
+  auto stop = Index(f.stop);
+  if (!stop.ok()) return stop.status();
+  const std::string v = Mangle(f.var);
+  vars_[f.var] = {v, Type::Int()};
+  Flush();
+  Line(StrCat("// tile ", At(loc), ": pipelined loop, ", S,
+              "-stage cp.async ring"));
+  Open("");
+  // Extra stages of each ring tile.
+  for (const CopyStmt* c : ring) {
+    const Buf& b = bufs_[c->dst.name];
+    const int64_t slot = slot_bytes_[c->dst.name];
+    const std::string st = StorageType(b.dtype);
+    Line(StrCat(st, "* const ", b.code, "_stage0 = ", b.code, ";"));
+    Line(StrCat(st, "* const ", b.code, "_ring = reinterpret_cast<", st,
+                "*>(kiln_smem + ", smem_bytes_, ");"));
+    smem_bytes_ += slot * (S - 1);
+  }
+  auto slot_ptr = [&](const CopyStmt* c, const std::string& slot) {
+    const Buf& b = bufs_[c->dst.name];
+    const int64_t elems =
+        slot_bytes_[c->dst.name] / std::max<int64_t>(1, DTypeBits(b.dtype) / 8);
+    return StrCat("(", slot, " == 0 ? ", b.code, "_stage0 : ", b.code,
+                  "_ring + (", slot, " - 1) * ", elems, ")");
+  };
+  auto issue = [&](const std::string& slot) -> absl::Status {
+    for (const CopyStmt* c : ring) {
+      auto src = MakeAccess(c->src);
+      auto dst = MakeAccess(c->dst);
+      if (!src.ok()) return src.status();
+      if (!dst.ok()) return dst.status();
+      absl::Status st;
+      TryFastCopy(*src, *dst, loc, slot_ptr(c, slot), false, &st);
+      KILN_CUDA_RETURN_IF_ERROR(st);
+    }
+    return absl::OkStatus();
+  };
+  Line("const long long kiln_lo = " + start + ", kiln_hi = " + *stop + ";");
+  Open(StrCat("for (int kiln_s = 0; kiln_s < ", S - 1, "; ++kiln_s)"));
+  Open("");
+  Line("const long long " + v + " = kiln_lo + kiln_s;");
+  Open("if (" + v + " < kiln_hi)");
+  KILN_CUDA_RETURN_IF_ERROR(issue("kiln_s"));
+  Close();
+  Close();
+  Line("kiln::cp_async_commit();");
+  Close();
+  // One barrier per iteration: once every thread has waited for this
+  // iteration's group and passed the barrier, the slot the previous
+  // iteration read is free for the copies S - 1 iterations ahead.
+  Open(StrCat("for (long long ", v, " = kiln_lo; ", v, " < kiln_hi; ++", v,
+              ")"));
+  Line(StrCat("kiln::cp_async_wait<", S - 2, ">();"));
+  Barrier();
+  Open("");
+  Line(StrCat("const long long kiln_next = ", v, " + ", S - 1, ";"));
+  Open("if (kiln_next < kiln_hi)");
+  Line("const long long " + v + " = kiln_next;");
+  Line(StrCat("const int kiln_ns = (int)(kiln_next - kiln_lo) % ", S, ";"));
+  KILN_CUDA_RETURN_IF_ERROR(issue("kiln_ns"));
+  Close();
+  Close();
+  Line("kiln::cp_async_commit();");
+  Line(StrCat("const int kiln_slot = (int)(", v, " - kiln_lo) % ", S, ";"));
+  for (const CopyStmt* c : ring) {
+    Line(bufs_[c->dst.name].code + " = " + slot_ptr(c, "kiln_slot") + ";");
+  }
+  for (const Stmt& s : f.body) {
+    auto* c = std::get_if<CopyStmt>(&s.node);
+    if (c && std::find(ring.begin(), ring.end(), c) != ring.end()) continue;
+    KILN_CUDA_RETURN_IF_ERROR(EmitStmt(s, false));
+  }
+  Close();
+  Line("kiln::cp_async_wait<0>();");
+  Barrier();
+  Close();
+  return absl::OkStatus();
+}
+
+}  // namespace kiln::compiler::cuda::internal

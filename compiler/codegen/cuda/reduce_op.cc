@@ -1,0 +1,221 @@
+// `reduce` on the CUDA target: row reductions of register accumulators
+// (per thread, then the 4 lanes of a row group, then across warps through a
+// shared scratch), and a warp per output element otherwise.
+#include "compiler/codegen/cuda/kernel_source_internal.h"
+
+namespace kiln::compiler::cuda::internal {
+
+absl::Status Emitter::EmitReduce(const ReduceStmt& r, const Loc& loc) {
+  auto src = MakeAccess(r.src);
+  if (!src.ok()) return src.status();
+  auto dst = MakeAccess(r.dst);
+  if (!dst.ok()) return dst.status();
+  const DType dt = dst->buf->dtype;
+  const Type t = Type::Of(dt);
+  // Accumulate in the destination's register type, widened for shuffles.
+  std::string acc_type = RegType(t);
+  if (acc_type == "short" || acc_type == "signed char" ||
+      acc_type == "unsigned char" || acc_type == "bool") {
+    acc_type = "int";
+  }
+  const Type acc_t = acc_type == "int" ? Type::Of(DType::kI32) : t;
+  std::string op_name = r.op == ReduceKind::kSum   ? "kiln::SumOp"
+                        : r.op == ReduceKind::kMin ? "kiln::MinOp"
+                                                   : "kiln::MaxOp";
+  std::string init;
+  if (r.op == ReduceKind::kSum || r.op == ReduceKind::kAbsMax) {
+    init = "0";
+  } else if (IsFloat(dt)) {
+    init = r.op == ReduceKind::kMax ? "(-__int_as_float(0x7f800000))"
+                                    : "__int_as_float(0x7f800000)";
+    if (dt == DType::kF64) {
+      init = r.op == ReduceKind::kMax
+                 ? "(-__longlong_as_double(0x7ff0000000000000LL))"
+                 : "__longlong_as_double(0x7ff0000000000000LL)";
+    }
+  } else {
+    const int bits = DTypeBits(dt);
+    const bool sgn = IsSigned(dt);
+    if (r.op == ReduceKind::kMax) {
+      init = sgn ? StrCat("(",
+                          -(bits >= 64 ? INT64_MAX
+                                       : (int64_t{1} << (bits - 1)) - 1),
+                          "LL - 1)")
+                 : "0";
+    } else {
+      init =
+          sgn ? StrCat(
+                    (bits >= 64 ? INT64_MAX : (int64_t{1} << (bits - 1)) - 1),
+                    "LL")
+              : (bits >= 32 ? "0xffffffffu" : StrCat((int64_t{1} << bits) - 1));
+    }
+  }
+  // Converts an element value of src into the accumulator (abs for absmax).
+  auto element = [&](const CExpr& v) {
+    CExpr x = Convert(v, acc_t);
+    if (r.op == ReduceKind::kAbsMax) return "kiln::abs_(" + x.code + ")";
+    return x.code;
+  };
+  // Combines the reduction into dst: clear ? acc : op(dst, acc).
+  auto finish = [&](const std::vector<Expr>& di,
+                    const std::string& acc) -> absl::Status {
+    std::string v = acc;
+    if (!r.clear) {
+      auto cur = LoadValue(dst->name, di);
+      if (!cur.ok()) return cur.status();
+      v = op_name + "()((" + acc_type + ")" + Convert(*cur, acc_t).code + ", " +
+          acc + ")";
+    }
+    const std::string tmp = StrCat("kiln_red", uid_++);
+    Line("const " + acc_type + " " + tmp + " = " + v + ";");
+    vars_[tmp] = {tmp, acc_t};
+    auto s = StoreCode(dst->name, di, AssignOp::kSet, Expr::Var(tmp));
+    if (!s.ok()) return s.status();
+    Line(*s);
+    return absl::OkStatus();
+  };
+
+  if (src->buf->reg) {
+    // Row reduction of an mma accumulator: per thread over its columns, then
+    // over the 4 lanes sharing a row, then over the warps sharing a row.
+    const RegisterFragment& rf = *src->buf->reg;
+    const std::string L = src->buf->layout;
+    const std::string x = src->buf->code;
+    const int id = uid_++;
+    Open("");
+    Line(
+        "const int kiln_lane = threadIdx.x % 32, kiln_warp = threadIdx.x / "
+        "32;");
+    Line("(void)kiln_lane;");
+    Line("(void)kiln_warp;");
+    Line(StrCat("float* const kiln_scr = reinterpret_cast<float*>(kiln_smem + ",
+                scratch_offset_, ");"));
+    Line("#pragma unroll");
+    Open(StrCat("for (int kiln_mi = 0; kiln_mi < ", L, "::kTm; ++kiln_mi)"));
+    Line("#pragma unroll");
+    Open("for (int kiln_h = 0; kiln_h < 2; ++kiln_h)");
+    Line(acc_type + " kiln_v = " + init + ";");
+    Line("#pragma unroll");
+    Open(StrCat("for (int kiln_ni = 0; kiln_ni < ", L, "::kTn; ++kiln_ni)"));
+    for (int e = 0; e < 2; ++e) {
+      CExpr v{StrCat(x, "[(kiln_mi * ", L,
+                     "::kTn + kiln_ni) * 4 + kiln_h * 2 + ", e, "]"),
+              Type::Of(DType::kF32)};
+      Line("kiln_v = " + op_name + "()(kiln_v, (" + acc_type + ")" +
+           element(v) + ");");
+    }
+    Close();
+    Line("kiln_v = kiln::quad_reduce(kiln_v, " + op_name + "());");
+    Line(StrCat("const long long kiln_row", id, " = ", L, "::row((kiln_mi * ",
+                L, "::kTn) * 4 + kiln_h * 2);"));
+    vars_[StrCat("kiln_row", id)] = {StrCat("kiln_row", id), Type::Int()};
+    if (dst->buf->row) {
+      // Every lane of the row group holds the row's value.
+      std::string saved_q = row_q_, saved_var = row_var_;
+      row_q_ = "(kiln_mi * 2 + kiln_h)";
+      row_var_ = StrCat("kiln_row", id);
+      absl::Status st = finish(
+          dst->Indices({Expr::Var(StrCat("kiln_row", id))}, false), "kiln_v");
+      row_q_ = saved_q;
+      row_var_ = saved_var;
+      KILN_CUDA_RETURN_IF_ERROR(st);
+    } else if (rf.warps_n == 1) {
+      Open("if (kiln_lane % 4 == 0)");
+      KILN_CUDA_RETURN_IF_ERROR(finish(
+          dst->Indices({Expr::Var(StrCat("kiln_row", id))}, false), "kiln_v"));
+      Close();
+    } else {
+      Open("if (kiln_lane % 4 == 0)");
+      Line(StrCat("kiln_scr[(kiln_warp % ", rf.warps_n, ") * ", rf.m,
+                  " + kiln_row", id, "] = (float)kiln_v;"));
+      Close();
+    }
+    Close();
+    Close();
+    if (rf.warps_n > 1) {
+      Barrier();
+      const std::string rr = StrCat("kiln_rr", id);
+      vars_[rr] = {rr, Type::Int()};
+      Open(StrCat("for (int ", rr, " = threadIdx.x; ", rr, " < ", rf.m, "; ",
+                  rr, " += ", threads_, ")"));
+      Line(acc_type + " kiln_v = " + init + ";");
+      Line(StrCat("for (int kiln_w = 0; kiln_w < ", rf.warps_n,
+                  "; ++kiln_w) kiln_v = ", op_name, "()(kiln_v, (", acc_type,
+                  ")kiln_scr[kiln_w * ", rf.m, " + ", rr, "]);"));
+      KILN_CUDA_RETURN_IF_ERROR(
+          finish(dst->Indices({Expr::Var(rr)}, false), "kiln_v"));
+      Close();
+    }
+    Close();
+    return absl::OkStatus();
+  }
+
+  std::vector<Expr> se = src->FreeExtents(false);
+  if (r.dim < 0 || r.dim >= static_cast<int64_t>(se.size())) {
+    return absl::InvalidArgumentError(StrCat(At(loc), ": reduce dim"));
+  }
+  auto rn = FoldInt(se[r.dim]);
+  if (!rn) return absl::InvalidArgumentError(StrCat(At(loc), ": extent"));
+  std::vector<Expr> outer;
+  for (size_t d = 0; d < se.size(); ++d) {
+    if (static_cast<int64_t>(d) != r.dim) outer.push_back(se[d]);
+  }
+  std::vector<int64_t> oext;
+  int64_t total = 1;
+  for (const Expr& e : outer) {
+    auto c = FoldInt(e);
+    if (!c) return absl::InvalidArgumentError(StrCat(At(loc), ": extent"));
+    oext.push_back(*c);
+    total *= *c;
+  }
+  const int id = uid_++;
+  const int64_t warps = threads_ / 32;
+  const bool warp_per_output = threads_ % 32 == 0 && *rn >= 32;
+  const std::string o = StrCat("kiln_o", id), rv = StrCat("kiln_r", id);
+  Open("");
+  if (warp_per_output) {
+    Line("const int kiln_lane = threadIdx.x % 32;");
+    Open(StrCat("for (int ", o, " = threadIdx.x / 32; ", o, " < ", total, "; ",
+                o, " += ", warps, ")"));
+  } else {
+    Open(StrCat("for (int ", o, " = threadIdx.x; ", o, " < ", total, "; ", o,
+                " += ", threads_, ")"));
+  }
+  std::vector<Expr> ivs;
+  int64_t inner = total;
+  for (size_t d = 0; d < oext.size(); ++d) {
+    inner /= oext[d];
+    const std::string v = StrCat("kiln_o", id, "_", d);
+    std::string val = inner == 1 ? o : StrCat(o, " / ", inner);
+    if (d > 0) val = StrCat("(", val, ") % ", oext[d]);
+    Line("const long long " + v + " = " + val + ";");
+    vars_[v] = {v, Type::Int()};
+    ivs.push_back(Expr::Var(v));
+  }
+  vars_[rv] = {rv, Type::Int()};
+  std::vector<Expr> full = ivs;
+  full.insert(full.begin() + r.dim, Expr::Var(rv));
+  auto sv = LoadValue(src->name, src->Indices(full, false));
+  if (!sv.ok()) return sv.status();
+  Line(acc_type + " kiln_v = " + init + ";");
+  if (warp_per_output) {
+    Line(StrCat("for (long long ", rv, " = kiln_lane; ", rv, " < ", *rn, "; ",
+                rv, " += 32)"));
+  } else {
+    Line(StrCat("for (long long ", rv, " = 0; ", rv, " < ", *rn, "; ++", rv,
+                ")"));
+  }
+  Line("  kiln_v = " + op_name + "()(kiln_v, (" + acc_type + ")" +
+       element(*sv) + ");");
+  if (warp_per_output) {
+    Line("kiln_v = kiln::warp_reduce(kiln_v, " + op_name + "());");
+    Open("if (kiln_lane == 0)");
+  }
+  KILN_CUDA_RETURN_IF_ERROR(finish(dst->Indices(ivs, false), "kiln_v"));
+  if (warp_per_output) Close();
+  Close();
+  Close();
+  return absl::OkStatus();
+}
+
+}  // namespace kiln::compiler::cuda::internal

@@ -1,0 +1,415 @@
+// Element-wise tile ops of the CUDA emitter: copy (with the cp.async and
+// vectorised fast paths), fill, atomic_add, parallel, cumsum, and gemm
+// (tensor cores for register accumulators, a per-thread dot product
+// otherwise).
+#include "compiler/codegen/cuda/kernel_source_internal.h"
+
+namespace kiln::compiler::cuda::internal {
+
+absl::Status Emitter::EmitCopy(const CopyStmt& c, const Loc& loc) {
+  auto src = MakeAccess(c.src);
+  if (!src.ok()) return src.status();
+  auto dst = MakeAccess(c.dst);
+  if (!dst.ok()) return dst.status();
+  absl::Status st;
+  if (!dst->buf->packed_from.empty()) {
+    const RegisterFragment& acc = *src->buf->reg;
+    Line(StrCat("kiln::acc_to_a_operand<", NarrowTag(dst->buf->dtype), ", ",
+                acc.m, ", ", acc.n, ", ", acc.warps_m, ">(", dst->buf->code,
+                ", ", src->buf->code, ");"));
+    return absl::OkStatus();
+  }
+  if (TryFastCopy(*src, *dst, loc, "", true, &st)) return st;
+  const RegisterFragment* reg = src->buf->reg ? src->buf->reg : dst->buf->reg;
+  const std::string layout = src->buf->reg ? src->buf->layout
+                             : dst->buf    ? dst->buf->layout
+                                           : "";
+  // Extents: from the side whose extents are constants.
+  std::vector<Expr> ext = dst->FreeExtents(true);
+  for (const Expr& e : ext) {
+    if (!FoldInt(e)) {
+      ext = src->FreeExtents(true);
+      break;
+    }
+  }
+  if (reg) ext = (src->buf->reg ? src : dst)->FreeExtents(false);
+  const Buf* row = src->buf->row   ? src->buf
+                   : dst->buf->row ? dst->buf
+                                   : nullptr;
+  if (row) ext = (src->buf->row ? src : dst)->FreeExtents(false);
+  // A row vector stored to memory: one lane of each row group writes.
+  const bool lane0 = src->buf->row && !dst->buf->row && !dst->buf->reg;
+  Open("");
+  st = ForElements(
+      ext, row ? nullptr : reg, layout,
+      [&](const std::vector<Expr>& ivs) {
+        std::vector<Expr> si = src->Indices(ivs, !src->buf->reg);
+        std::vector<Expr> di = dst->Indices(ivs, !dst->buf->reg);
+        Stmt s;
+        if (src->buf->tensor) {
+          s = Guarded(src->Guard(si),
+                      StoreOf(dst->name, di, Expr::Load(src->name, si)),
+                      StoreOf(dst->name, di, Expr::Int(0)));
+        } else {
+          s = Guarded(dst->Guard(di),
+                      StoreOf(dst->name, di, Expr::Load(src->name, si)),
+                      std::nullopt);
+        }
+        return EmitStmt(s, true);
+      },
+      row, lane0);
+  Close();
+  return st;
+}
+
+// A whole rank-2 shared tile <-> a rank-2 global region whose last dim is
+// contiguous: cp.async / 16-byte stores with edge predication.
+bool Emitter::TryFastCopy(const Access& src, const Access& dst, const Loc& loc,
+                          const std::string& dst_ptr_override, bool wait,
+                          absl::Status* st) {
+  const bool g2s = src.buf->tensor && Shared(dst.name);
+  const bool s2g = dst.buf->tensor && Shared(src.name);
+  if (!g2s && !s2g) return false;
+  const Access& g = g2s ? src : dst;
+  const Access& t = g2s ? dst : src;
+  const Buf& tb = *t.buf;
+  if (tb.dims.size() != 2 || tb.layout.empty() || tb.pad != 0) return false;
+  if (src.buf->dtype != dst.buf->dtype) return false;
+  const DType dt = tb.dtype;
+  if (dt == DType::kI4 || dt == DType::kU4) return false;
+  const int64_t eb = DTypeBits(dt) / 8;
+  if (eb < 1 || (tb.dims[1] * eb) % 16 != 0) return false;
+  for (bool f : t.free) {
+    if (!f) return false;
+  }
+  // The global region: exactly two free dims, none unit, the last one the
+  // tensor's last dim with stride 1.
+  std::vector<size_t> fd;
+  for (size_t d = 0; d < g.free.size(); ++d) {
+    if (g.free[d]) fd.push_back(d);
+  }
+  if (fd.size() != 2 || fd[1] != g.free.size() - 1) return false;
+  if (g.buf->strides.back() != "1LL") return false;
+  for (int i = 0; i < 2; ++i) {
+    auto e = FoldInt(g.extents[fd[i]]);
+    if (!e || *e != tb.dims[i]) return false;
+  }
+  auto emit = [&]() -> absl::Status {
+    std::vector<std::string> start;
+    for (size_t d = 0; d < g.starts.size(); ++d) {
+      auto s = Index(g.starts[d]);
+      if (!s.ok()) return s.status();
+      start.push_back(*s);
+    }
+    std::string base_off;
+    for (size_t d = 0; d < start.size(); ++d) {
+      if (d) base_off += " + ";
+      base_off += "(" + start[d] + ") * " + g.buf->strides[d];
+    }
+    auto dimsz = [&](size_t d) -> absl::StatusOr<std::string> {
+      return Index(g.buf->shape[d]);
+    };
+    auto r_dim = dimsz(fd[0]);
+    auto c_dim = dimsz(fd[1]);
+    if (!r_dim.ok()) return r_dim.status();
+    if (!c_dim.ok()) return c_dim.status();
+    const std::string r0 = start[fd[0]], c0 = start[fd[1]];
+    Open("");
+    Line("const long long kiln_r0 = " + r0 + ", kiln_c0 = " + c0 + ";");
+    Line(
+        StrCat("const int kiln_rlo = (int)kiln::min_(kiln::max_(-kiln_r0, "
+               "0LL), ",
+               tb.dims[0], "LL);"));
+    Line(StrCat("const int kiln_rhi = (int)kiln::max_(kiln::min_(", *r_dim,
+                " - kiln_r0, ", tb.dims[0], "LL), 0LL);"));
+    Line(
+        StrCat("const int kiln_clo = (int)kiln::min_(kiln::max_(-kiln_c0, "
+               "0LL), ",
+               tb.dims[1], "LL);"));
+    Line(StrCat("const int kiln_chi = (int)kiln::max_(kiln::min_(", *c_dim,
+                " - kiln_c0, ", tb.dims[1], "LL), 0LL);"));
+    const std::string st_type = StorageType(dt);
+    const std::string gp = g.buf->code + " + (" + base_off + ")";
+    const std::string tp =
+        dst_ptr_override.empty() ? tb.code : dst_ptr_override;
+    if (g2s) {
+      Line(StrCat("kiln::g2s_tile_async<", st_type, ", ", tb.layout, ", ",
+                  threads_, ">(", tp, ", ", gp, ", ", g.buf->code, ", ",
+                  g.buf->strides[fd[0]],
+                  ", kiln_rlo, kiln_rhi, kiln_clo, kiln_chi);"));
+    } else {
+      Line(StrCat("kiln::s2g_tile<", st_type, ", ", tb.layout, ", ", threads_,
+                  ">(", gp, ", ", g.buf->strides[fd[0]], ", ", tb.code,
+                  ", kiln_rlo, kiln_rhi, kiln_clo, kiln_chi);"));
+    }
+    Close();
+    if (g2s && wait) {
+      Line("kiln::cp_async_commit();");
+      Line("kiln::cp_async_wait<0>();");
+    }
+    if (wait && g2s) Barrier();
+    return absl::OkStatus();
+  };
+  (void)loc;
+  *st = emit();
+  return true;
+}
+
+absl::Status Emitter::EmitFill(const FillStmt& f, const Loc& loc) {
+  auto dst = MakeAccess(f.dst);
+  if (!dst.ok()) return dst.status();
+  const RegisterFragment* reg = dst->buf->reg;
+  const bool whole = reg || dst->buf->row;
+  Open("");
+  absl::Status st = ForElements(
+      dst->FreeExtents(!whole), reg, dst->buf->layout,
+      [&](const std::vector<Expr>& ivs) {
+        return EmitStmt(StoreOf(dst->name, dst->Indices(ivs, !whole), f.value),
+                        true);
+      },
+      dst->buf->row ? dst->buf : nullptr);
+  Close();
+  (void)loc;
+  return st;
+}
+
+absl::Status Emitter::EmitAtomicAdd(const AtomicAddStmt& a, const Loc& loc) {
+  auto src = MakeAccess(a.src);
+  if (!src.ok()) return src.status();
+  auto dst = MakeAccess(a.dst);
+  if (!dst.ok()) return dst.status();
+  const RegisterFragment* reg = src->buf->reg;
+  const Buf* row = src->buf->row ? src->buf : nullptr;
+  std::vector<Expr> ext =
+      reg || row ? src->FreeExtents(false) : dst->FreeExtents(true);
+  for (const Expr& e : ext) {
+    if (!FoldInt(e)) ext = src->FreeExtents(true);
+  }
+  Open("");
+  absl::Status st = ForElements(
+      ext, reg, src->buf->layout,
+      [&](const std::vector<Expr>& ivs) {
+        std::vector<Expr> di = dst->Indices(ivs, true);
+        return EmitStmt(
+            Guarded(
+                dst->Guard(di),
+                StoreOf(dst->name, di,
+                        Expr::Load(src->name, src->Indices(ivs, !reg && !row)),
+                        AssignOp::kAdd),
+                std::nullopt),
+            true);
+      },
+      row, row != nullptr);
+  Close();
+  (void)loc;
+  return st;
+}
+
+absl::Status Emitter::EmitParallel(const ParallelStmt& p, const Loc& loc) {
+  // A parallel over a register fragment's index space runs over the
+  // fragment's own elements (fragment_plan.h guarantees one layout).
+  const Buf* reg_buf = nullptr;
+  const Buf* row_buf = nullptr;
+  std::function<void(const Block&)> scan = [&](const Block& b) {
+    for (const Stmt& s : b) {
+      auto note = [&](const std::string& n) {
+        const Buf* bb = FindBuf(n);
+        if (bb && bb->reg && !reg_buf) reg_buf = bb;
+        if (bb && bb->row && !row_buf) row_buf = bb;
+      };
+      if (auto* st = std::get_if<StoreStmt>(&s.node)) note(st->name);
+      std::function<void(const Expr&)> ex = [&](const Expr& e) {
+        if (e.kind == ExprKind::kLoad) note(e.name);
+        for (const Expr& a : e.args) ex(a);
+      };
+      std::visit(
+          [&](const auto& n) {
+            using T = std::decay_t<decltype(n)>;
+            if constexpr (std::is_same_v<T, LetStmt>) ex(n.value);
+            if constexpr (std::is_same_v<T, StoreStmt>) {
+              ex(n.value);
+              for (const Expr& i : n.indices) ex(i);
+            }
+            if constexpr (std::is_same_v<T, IfStmt>) {
+              ex(n.cond);
+              scan(n.then_body);
+              scan(n.else_body);
+            }
+            if constexpr (std::is_same_v<T, ForStmt>) {
+              ex(n.stop);
+              if (n.start) ex(*n.start);
+              scan(n.body);
+            }
+          },
+          s.node);
+    }
+  };
+  scan(p.body);
+  std::vector<Expr> ext;
+  for (const Expr& e : p.extents) ext.push_back(FoldConstants(e));
+  Open("");
+  absl::Status st = ForElements(
+      ext, reg_buf ? reg_buf->reg : nullptr, reg_buf ? reg_buf->layout : "",
+      [&](const std::vector<Expr>& ivs) -> absl::Status {
+        for (size_t d = 0; d < p.vars.size(); ++d) {
+          const std::string v = Mangle(p.vars[d]);
+          Line("const long long " + v + " = " + ivs[d].name + ";");
+          vars_[p.vars[d]] = {v, Type::Int()};
+        }
+        if (reg_buf) {
+          // Element accesses name the parallel variables.
+          for (size_t d = 0; d < 2 && d < p.vars.size(); ++d) {
+            reg_vars_[d] = p.vars[d];
+          }
+        } else if (row_buf) {
+          row_var_ = p.vars[0];
+        }
+        return ElementBody(p.body);
+      },
+      reg_buf ? nullptr : row_buf);
+  Close();
+  (void)loc;
+  return st;
+}
+
+absl::Status Emitter::EmitCumsum(const CumsumStmt& c, const Loc& loc) {
+  auto src = MakeAccess(c.src);
+  if (!src.ok()) return src.status();
+  auto dst = MakeAccess(c.dst);
+  if (!dst.ok()) return dst.status();
+  std::vector<Expr> se = src->FreeExtents(false);
+  if (c.dim < 0 || c.dim >= static_cast<int64_t>(se.size())) {
+    return absl::InvalidArgumentError(StrCat(At(loc), ": cumsum dim"));
+  }
+  auto n = FoldInt(se[c.dim]);
+  if (!n) return absl::InvalidArgumentError(StrCat(At(loc), ": cumsum extent"));
+  std::vector<Expr> others;
+  for (size_t d = 0; d < se.size(); ++d) {
+    if (static_cast<int64_t>(d) != c.dim) others.push_back(se[d]);
+  }
+  // One thread per line; the line is scanned serially (running value in a
+  // register, stored as it goes: src and dst may be the same tile).
+  Open("");
+  absl::Status st =
+      ForElements(others, nullptr, "", [&](const std::vector<Expr>& o) {
+        auto with_t = [&](Expr t) {
+          std::vector<Expr> ivs = o;
+          ivs.insert(ivs.begin() + c.dim, std::move(t));
+          return ivs;
+        };
+        const int id = uid_++;
+        const std::string t = StrCat("kiln_t", id);
+        const std::string acc = StrCat("kiln_acc", id);
+        vars_[t] = {t, Type::Int()};
+        auto v0 =
+            LoadValue(src->name, src->Indices(with_t(Expr::Int(0)), false));
+        if (!v0.ok()) return v0.status();
+        const Type dt = Type::Of(dst->buf->dtype);
+        Line(RegType(dt) + " " + acc + " = 0;");
+        vars_[acc] = {acc, dt};
+        Line(StrCat("for (long long ", t, " = 0; ", t, " < ", *n, "; ++", t,
+                    ")"));
+        Open("");
+        Expr pos = c.reverse ? Expr::Binary(BinaryOp::kSub, Expr::Int(*n - 1),
+                                            Expr::Var(t))
+                             : Expr::Var(t);
+        auto sv = Value(Expr::Binary(
+            BinaryOp::kAdd, Expr::Var(acc),
+            Expr::Load(src->name, src->Indices(with_t(pos), false))));
+        if (!sv.ok()) return sv.status();
+        Line(acc + " = " + Convert(*sv, dt).code + ";");
+        auto store = StoreCode(dst->name, dst->Indices(with_t(pos), false),
+                               AssignOp::kSet, Expr::Var(acc));
+        if (!store.ok()) return store.status();
+        Line(*store);
+        Close();
+        return absl::OkStatus();
+      });
+  Close();
+  return st;
+}
+
+absl::Status Emitter::EmitGemm(const GemmStmt& g, const Loc& loc) {
+  auto a = MakeAccess(g.a);
+  if (!a.ok()) return a.status();
+  auto b = MakeAccess(g.b);
+  if (!b.ok()) return b.status();
+  auto c = MakeAccess(g.c);
+  if (!c.ok()) return c.status();
+  std::vector<Expr> ce = c->FreeExtents(false), ae = a->FreeExtents(false);
+  if (ce.size() != 2 || ae.size() != 2 || b->FreeExtents(false).size() != 2) {
+    return absl::UnimplementedError(
+        StrCat(At(loc), ": gemm needs rank-2 operands"));
+  }
+  auto m = FoldInt(ce[0]), n = FoldInt(ce[1]);
+  auto kd = FoldInt(g.transpose_a ? ae[0] : ae[1]);
+  if (!m || !n || !kd) {
+    return absl::InvalidArgumentError(StrCat(At(loc), ": gemm extents"));
+  }
+  if (c->buf->reg) {
+    // Tensor cores: ldmatrix + mma.sync from swizzled shared tiles.
+    const RegisterFragment& rf = *c->buf->reg;
+    const std::string tag = NarrowTag(a->buf->dtype);
+    if (g.clear_accum) {
+      Line("#pragma unroll");
+      Line(StrCat("for (int kiln_z = 0; kiln_z < ", rf.regs(), "; ++kiln_z) ",
+                  c->buf->code, "[kiln_z] = 0.0f;"));
+    }
+    if (!a->buf->packed_from.empty()) {
+      Line(StrCat("kiln::gemm_rs<", tag, ", ", rf.m, ", ", rf.n, ", ", *kd,
+                  ", ", rf.warps_m, ", ", g.transpose_b ? "true" : "false",
+                  ", ", b->buf->layout, ">(", c->buf->code, ", ", a->buf->code,
+                  ", ", b->buf->code, ");"));
+      return absl::OkStatus();
+    }
+    Line(StrCat("kiln::gemm_ss<", tag, ", ", rf.m, ", ", rf.n, ", ", *kd, ", ",
+                rf.warps_m, ", ", rf.warps_n, ", ",
+                g.transpose_a ? "true" : "false", ", ",
+                g.transpose_b ? "true" : "false", ", ", a->buf->layout, ", ",
+                b->buf->layout, ">(", c->buf->code, ", ", a->buf->code, ", ",
+                b->buf->code, ");"));
+    return absl::OkStatus();
+  }
+  // Generic: one thread per element of C, a serial dot product in C's type.
+  const DType acc = c->buf->dtype;
+  const Type at = Type::Of(acc);
+  const int id = uid_++;
+  const std::string kv = StrCat("kiln_k", id), av = StrCat("kiln_a", id);
+  Open("");
+  absl::Status st = ForElements(
+      {Expr::Int(*m), Expr::Int(*n)}, nullptr, "",
+      [&](const std::vector<Expr>& ij) -> absl::Status {
+        const Expr& i = ij[0];
+        const Expr& j = ij[1];
+        std::vector<Expr> ci = c->Indices(ij, false);
+        if (g.clear_accum) {
+          Line(RegType(at) + " " + av + " = 0;");
+        } else {
+          auto cur = LoadValue(c->name, ci);
+          if (!cur.ok()) return cur.status();
+          Line(RegType(at) + " " + av + " = " + Convert(*cur, at).code + ";");
+        }
+        vars_[av] = {av, at};
+        vars_[kv] = {kv, Type::Int()};
+        Expr kk = Expr::Var(kv);
+        Expr prod = Expr::Binary(
+            BinaryOp::kMul,
+            Expr::Cast(acc, a->Load(g.transpose_a ? std::vector<Expr>{kk, i}
+                                                  : std::vector<Expr>{i, kk})),
+            Expr::Cast(acc, b->Load(g.transpose_b ? std::vector<Expr>{j, kk}
+                                                  : std::vector<Expr>{kk, j})));
+        auto sum = Value(Expr::Binary(BinaryOp::kAdd, Expr::Var(av), prod));
+        if (!sum.ok()) return sum.status();
+        Line(StrCat("for (long long ", kv, " = 0; ", kv, " < ", *kd, "; ++", kv,
+                    ")"));
+        Line("  " + av + " = " + Convert(*sum, at).code + ";");
+        auto s = StoreCode(c->name, ci, AssignOp::kSet, Expr::Var(av));
+        if (!s.ok()) return s.status();
+        Line(*s);
+        return absl::OkStatus();
+      });
+  Close();
+  return st;
+}
+
+}  // namespace kiln::compiler::cuda::internal

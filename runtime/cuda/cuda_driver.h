@@ -1,0 +1,94 @@
+// The CUDA driver API, reached through dlopen("libcuda.so.1") so one build
+// runs on hosts with and without NVIDIA drivers. Only the entry points Kiln
+// needs are resolved; each failing call becomes an absl::Status naming the
+// call and the driver's error name and text ("cuModuleLoadData:
+// CUDA_ERROR_NO_BINARY_FOR_GPU: no kernel image is available ...").
+#ifndef KILN_RUNTIME_CUDA_CUDA_DRIVER_H_
+#define KILN_RUNTIME_CUDA_CUDA_DRIVER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "runtime/shared_library.h"
+
+namespace kiln::runtime::cuda {
+
+// Driver handle types (opaque pointers / integers, as in cuda.h).
+using CUresult = int;
+using CUdevice = int;
+using CUdeviceptr = unsigned long long;
+using CUcontext = struct CUctx_st*;
+using CUmodule = struct CUmod_st*;
+using CUfunction = struct CUfunc_st*;
+using CUstream = struct CUstream_st*;
+using CUevent = struct CUevent_st*;
+
+struct DriverApi {
+  CUresult (*cuInit)(unsigned);
+  CUresult (*cuDriverGetVersion)(int*);
+  CUresult (*cuDeviceGetCount)(int*);
+  CUresult (*cuDeviceGet)(CUdevice*, int);
+  CUresult (*cuDeviceGetName)(char*, int, CUdevice);
+  CUresult (*cuDeviceGetAttribute)(int*, int, CUdevice);
+  CUresult (*cuDeviceTotalMem)(size_t*, CUdevice);
+  CUresult (*cuDevicePrimaryCtxRetain)(CUcontext*, CUdevice);
+  CUresult (*cuDevicePrimaryCtxRelease)(CUdevice);
+  CUresult (*cuCtxSetCurrent)(CUcontext);
+  CUresult (*cuCtxSynchronize)();
+  CUresult (*cuModuleLoadData)(CUmodule*, const void*);
+  CUresult (*cuModuleUnload)(CUmodule);
+  CUresult (*cuModuleGetFunction)(CUfunction*, CUmodule, const char*);
+  CUresult (*cuFuncSetAttribute)(CUfunction, int, int);
+  CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned,
+                             unsigned, unsigned, unsigned, CUstream, void**,
+                             void**);
+  CUresult (*cuMemAlloc)(CUdeviceptr*, size_t);
+  CUresult (*cuMemFree)(CUdeviceptr);
+  CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void*, size_t);
+  CUresult (*cuMemcpyDtoH)(void*, CUdeviceptr, size_t);
+  CUresult (*cuMemsetD8)(CUdeviceptr, unsigned char, size_t);
+  CUresult (*cuStreamSynchronize)(CUstream);
+  CUresult (*cuEventCreate)(CUevent*, unsigned);
+  CUresult (*cuEventRecord)(CUevent, CUstream);
+  CUresult (*cuEventSynchronize)(CUevent);
+  CUresult (*cuEventElapsedTime)(float*, CUevent, CUevent);
+  CUresult (*cuEventDestroy)(CUevent);
+  CUresult (*cuGetErrorName)(CUresult, const char**);
+  CUresult (*cuGetErrorString)(CUresult, const char**);
+};
+
+// The loaded driver. Thread-safe after Load().
+class Driver {
+ public:
+  // The process-wide driver from libcuda.so.1, loaded and initialised
+  // (cuInit) once. FailedPrecondition, saying why, when the library is
+  // absent ("no NVIDIA driver"), lacks an entry point, or cuInit fails
+  // (e.g. CUDA_ERROR_NO_DEVICE: a driver but no GPU). Never crashes.
+  static absl::StatusOr<const Driver*> Get();
+
+  // A driver from a specific library path (tests point this at the
+  // toolkit's stub library). Same errors as Get(); the caller owns it.
+  static absl::StatusOr<std::unique_ptr<Driver>> LoadFrom(
+      const std::string& path);
+
+  const DriverApi& api() const { return api_; }
+  int version() const { return version_; }  // e.g. 13000
+
+  // OK for CUDA_SUCCESS, else Internal "CALL: NAME: TEXT".
+  absl::Status Check(CUresult rc, const char* call) const;
+
+ private:
+  Driver(SharedLibrary lib) : lib_(std::move(lib)) {}
+  absl::Status Init();
+
+  SharedLibrary lib_;
+  DriverApi api_{};
+  int version_ = 0;
+};
+
+}  // namespace kiln::runtime::cuda
+
+#endif  // KILN_RUNTIME_CUDA_CUDA_DRIVER_H_

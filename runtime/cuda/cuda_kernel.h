@@ -1,0 +1,55 @@
+// A loaded CUDA kernel: the cubin of a `target sm_*` handle, loaded into the
+// current device's primary context, plus its metadata; Launch checks the
+// arguments against the metadata (launch_args.h), evaluates the grid and
+// launches on a caller-given stream (ABI: compiler/docs/kernel-handle.md,
+// "CUDA target ABI").
+#ifndef KILN_RUNTIME_CUDA_CUDA_KERNEL_H_
+#define KILN_RUNTIME_CUDA_CUDA_KERNEL_H_
+
+#include <memory>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "runtime/cuda/cuda_driver.h"
+#include "runtime/kernel_metadata.h"
+#include "runtime/launch_args.h"
+
+namespace kiln::runtime::cuda {
+
+class CudaKernel {
+ public:
+  // Loads `cubin` on device `ordinal` (its primary context becomes current)
+  // and raises the function's dynamic shared-memory limit when the metadata
+  // asks for more than the default 48 KiB. FailedPrecondition without a
+  // driver or GPU; InvalidArgument when the metadata's target is not a CUDA
+  // one, or the device cannot hold the shared memory; Internal with the
+  // driver's error otherwise (e.g. a cubin for another architecture).
+  static absl::StatusOr<std::unique_ptr<CudaKernel>> Load(
+      std::string_view cubin, KernelMetadata metadata, int ordinal = 0);
+  static absl::StatusOr<std::unique_ptr<CudaKernel>> Load(
+      std::string_view cubin, std::string_view metadata_text, int ordinal = 0);
+
+  // Binds `args` (tensors carry device pointers) and enqueues the kernel on
+  // `stream` (nullptr: the legacy default stream). Returns once enqueued;
+  // InvalidArgument for any argument mismatch (nothing is launched), and
+  // the driver's error when the launch is refused. The grid may be empty
+  // (a zero dim): nothing is launched.
+  absl::Status Launch(absl::Span<const ArgValue> args,
+                      CUstream stream = nullptr) const;
+
+  const KernelMetadata& metadata() const { return metadata_; }
+  ~CudaKernel();
+
+ private:
+  CudaKernel(const Driver* d, KernelMetadata md)
+      : driver_(d), metadata_(std::move(md)) {}
+  const Driver* driver_;
+  KernelMetadata metadata_;
+  CUmodule module_ = nullptr;
+  CUfunction function_ = nullptr;
+};
+
+}  // namespace kiln::runtime::cuda
+
+#endif  // KILN_RUNTIME_CUDA_CUDA_KERNEL_H_

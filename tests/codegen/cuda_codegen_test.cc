@@ -1,0 +1,274 @@
+// The CUDA back end without a GPU: every kernel of every valid corpus program
+// compiles to a cubin for sm_80 and sm_90 through NVRTC, the metadata reads
+// back, NVRTC errors point at the generated line and the tile-IR statement,
+// and the ptxas report is parsed.
+#include "compiler/codegen/cuda/cuda_codegen.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "compiler/codegen/cuda/device_headers.h"
+#include "compiler/codegen/cuda/nvrtc.h"
+#include "compiler/compile.h"
+#include "compiler/ir/parser.h"
+#include "compiler/tuning_space.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "runtime/kernel_metadata.h"
+
+namespace kiln::compiler {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string ReadFile(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+struct CorpusKernel {
+  std::string file;
+  std::string kernel;
+  std::string arch;
+};
+
+// sm_80 and sm_90; KILN_CUDA_TEST_ARCHS="sm_80,sm_86,..." for others.
+std::vector<std::string> Archs() {
+  std::vector<std::string> out;
+  const char* env = std::getenv("KILN_CUDA_TEST_ARCHS");
+  std::stringstream ss(env ? env : "sm_80,sm_90");
+  for (std::string a; std::getline(ss, a, ',');) {
+    if (!a.empty()) out.push_back(a);
+  }
+  return out;
+}
+
+std::vector<CorpusKernel> AllCorpusKernels() {
+  std::vector<CorpusKernel> out;
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::directory_iterator(KILN_CORPUS_DIR)) {
+    if (e.path().extension() == ".tile") files.push_back(e.path());
+  }
+  std::sort(files.begin(), files.end());
+  for (const auto& f : files) {
+    ParseResult parsed = Parse(ReadFile(f));
+    for (const Kernel& k : parsed.program.kernels) {
+      for (const std::string& arch : Archs()) {
+        out.push_back({f.filename().string(), k.name, arch});
+      }
+    }
+  }
+  return out;
+}
+
+bool HaveNvrtc() { return cuda::NvrtcVersion().ok(); }
+
+class CudaCorpusTest : public ::testing::TestWithParam<CorpusKernel> {};
+
+TEST_P(CudaCorpusTest, CompilesToCubin) {
+  if (!HaveNvrtc()) GTEST_SKIP() << "NVRTC is not installed on this host";
+  const CorpusKernel& c = GetParam();
+  const std::string source =
+      ReadFile(std::filesystem::path(KILN_CORPUS_DIR) / c.file);
+  ParseResult parsed = Parse(source);
+  const Kernel* k = parsed.program.Find(c.kernel);
+  ASSERT_NE(k, nullptr);
+  std::vector<TunableValues> space = EnumerateTuningSpace(*k, 1);
+  ASSERT_FALSE(space.empty());
+  CompileOptions options;
+  options.target = c.arch;
+  options.kernel = c.kernel;
+  options.bindings = space[0];
+  options.filename = c.file;
+  absl::StatusOr<CompiledKernel> out = Compile(source, options);
+  if (!k->cluster.empty() && CudaArch(c.arch) != "sm_90") {
+    // Thread block clusters exist from sm_90 on: a clear error before.
+    ASSERT_FALSE(out.ok());
+    EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(out.status().message(), HasSubstr("cluster(...) needs"));
+    return;
+  }
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_GE(out->binary.size(), 4u);
+  EXPECT_EQ(out->binary.substr(0, 4),
+            "\x7f"
+            "ELF");
+  EXPECT_THAT(out->device_source, HasSubstr("kiln_" + c.kernel));
+  absl::StatusOr<runtime::KernelMetadata> md =
+      runtime::ParseKernelMetadata(out->metadata);
+  ASSERT_TRUE(md.ok()) << md.status() << "\n" << out->metadata;
+  EXPECT_EQ(md->target, c.arch);
+  EXPECT_EQ(md->entry, "kiln_" + c.kernel);
+  EXPECT_GT(md->ptxas.registers, 0);
+  EXPECT_LE(md->ptxas.registers, 255);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Corpus, CudaCorpusTest, ::testing::ValuesIn(AllCorpusKernels()),
+    [](const ::testing::TestParamInfo<CorpusKernel>& info) {
+      std::string n = info.param.file.substr(0, info.param.file.size() - 5) +
+                      "_" + info.param.kernel + "_" + info.param.arch;
+      for (char& ch : n) {
+        if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
+      }
+      return n;
+    });
+
+constexpr char kGemm[] = R"(
+kernel g(A: f16[M, K], B: f16[K, N], C: f32[M, N])
+  tune BM in [64, 256]
+  grid(ceildiv(N, BM), ceildiv(M, BM)) threads(128) (bx, by) {
+  alloc shared As: f16[BM, 32]
+  alloc shared Bs: f16[32, BM]
+  alloc fragment Acc: f32[BM, BM]
+  clear Acc
+  for k in pipelined(ceildiv(K, 32), stages=2) {
+    copy A[by * BM:+BM, k * 32:+32] -> As
+    copy B[k * 32:+32, bx * BM:+BM] -> Bs
+    gemm As, Bs -> Acc
+  }
+  copy Acc -> C[by * BM:+BM, bx * BM:+BM]
+}
+)";
+
+TEST(CudaCodegenTest, GemmUsesTensorCoresAndACpAsyncRing) {
+  if (!HaveNvrtc()) GTEST_SKIP() << "NVRTC is not installed on this host";
+  CompileOptions o;
+  o.target = "sm_80";
+  o.bindings = {{"BM", 64}};
+  o.keep_ptx = true;
+  absl::StatusOr<CompiledKernel> out = Compile(kGemm, o);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(out->device_source, HasSubstr("kiln::gemm_ss<kiln::f16_t"));
+  EXPECT_THAT(out->device_source, HasSubstr("2-stage cp.async ring"));
+  EXPECT_THAT(out->layouts, HasSubstr("Acc: registers, mma accumulator"));
+  EXPECT_THAT(out->ptx, HasSubstr("mma.sync.aligned.m16n8k16"));
+  EXPECT_THAT(out->ptx, HasSubstr("ldmatrix"));
+  EXPECT_THAT(out->ptx, HasSubstr("cp.async"));
+  absl::StatusOr<runtime::KernelMetadata> md =
+      runtime::ParseKernelMetadata(out->metadata);
+  ASSERT_TRUE(md.ok()) << md.status();
+  EXPECT_EQ(md->block[0].Evaluate({}).value_or(-1), 128);
+  // Two stages of a 64x32 and a 32x64 f16 tile.
+  EXPECT_EQ(md->shared_bytes, 2 * (64 * 32 * 2 + 32 * 64 * 2));
+  EXPECT_GT(md->ptxas.registers, 0);
+  EXPECT_EQ(md->ptxas.spill_stores, 0) << out->build_log;
+}
+
+TEST(CudaCodegenTest, AttentionKeepsRowStatisticsAndPInRegisters) {
+  if (!HaveNvrtc()) GTEST_SKIP() << "NVRTC is not installed on this host";
+  const std::string source = ReadFile(std::filesystem::path(KILN_CORPUS_DIR) /
+                                      "flash_attention_fwd.tile");
+  CompileOptions o;
+  o.target = "sm_90";
+  o.kernel = "flash_attention_fwd";
+  o.bindings = {{"BM", 64}, {"BN", 64}, {"STAGES", 2}};
+  absl::StatusOr<CompiledKernel> out = Compile(source, o);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(out->layouts,
+              HasSubstr("acc_o: registers, mma accumulator [64, 128] over "
+                        "4x1 warps"));
+  EXPECT_THAT(out->layouts,
+              HasSubstr("scores_max: registers, rows of the mma accumulator"));
+  EXPECT_THAT(out->layouts,
+              HasSubstr("acc_s_cast: registers, mma A operands packed from "
+                        "acc_s"));
+  EXPECT_THAT(out->device_source, HasSubstr("kiln::gemm_rs<"));
+  EXPECT_THAT(out->device_source, HasSubstr("kiln::acc_to_a_operand<"));
+  EXPECT_THAT(out->device_source, HasSubstr("2-stage cp.async ring"));
+  EXPECT_EQ(out->binary.substr(0, 4),
+            "\x7f"
+            "ELF");
+}
+
+TEST(CudaCodegenTest, SharedMemoryOverTheArchLimitIsAnError) {
+  if (!HaveNvrtc()) GTEST_SKIP() << "NVRTC is not installed on this host";
+  CompileOptions o;
+  o.target = "sm_86";
+  // A 256x256 f32 accumulator is too big for registers: 256 KiB of shared.
+  o.bindings = {{"BM", 256}};
+  absl::StatusOr<CompiledKernel> out = Compile(kGemm, o);
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(out.status().message(), HasSubstr("bytes of shared memory"));
+}
+
+TEST(CudaCodegenTest, KeyDependsOnTargetAndToolchainNamesDeviceLibrary) {
+  if (!HaveNvrtc()) GTEST_SKIP() << "NVRTC is not installed on this host";
+  CompileOptions o;
+  o.bindings = {{"BM", 64}};
+  o.target = "sm_80";
+  auto k80 = BinaryKey(kGemm, o);
+  o.target = "sm_90";
+  auto k90 = BinaryKey(kGemm, o);
+  ASSERT_TRUE(k80.ok() && k90.ok());
+  EXPECT_NE(*k80, *k90);
+  auto id = CudaToolchainIdentity("sm_90a");
+  ASSERT_TRUE(id.ok());
+  EXPECT_THAT(*id, HasSubstr("sm_90 kiln-device-" +
+                             cuda::DeviceHeadersHash().substr(0, 16)));
+  EXPECT_THAT(*id, HasSubstr("nvrtc-"));
+}
+
+TEST(CudaCodegenTest, DeviceHeadersAreEmbedded) {
+  std::vector<std::string> names;
+  for (const cuda::DeviceHeader& h : cuda::DeviceHeaders()) {
+    names.push_back(h.name);
+    EXPECT_GT(std::string(h.text).size(), 100u) << h.name;
+  }
+  EXPECT_THAT(names,
+              ::testing::IsSupersetOf(
+                  {"kiln/kiln.cuh", "kiln/mma.cuh", "kiln/global_to_shared.cuh",
+                   "kiln/shared_to_register.cuh", "kiln/reduce.cuh"}));
+  EXPECT_EQ(cuda::DeviceHeadersHash().size(), 64u);
+}
+
+TEST(CudaCodegenTest, NvrtcErrorNamesGeneratedLineAndTileStatement) {
+  if (!HaveNvrtc()) GTEST_SKIP() << "NVRTC is not installed on this host";
+  const std::string src =
+      "#include \"kiln/kiln.cuh\"\n"
+      "extern \"C\" __global__ void kiln_bad(float* x) {\n"
+      "  // tile 7:3\n"
+      "  x[0] = undefined_thing;\n"
+      "}\n";
+  auto out = cuda::CompileToCubin(src, "kiln_bad.cu", "sm_80", false);
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(out.status().message(), HasSubstr("kiln_bad.cu(4): error"));
+  EXPECT_THAT(out.status().message(),
+              HasSubstr("generated line 4 |   x[0] = undefined_thing;"));
+  EXPECT_THAT(out.status().message(),
+              HasSubstr("tile-IR statement at line:col 7:3"));
+}
+
+TEST(CudaCodegenTest, PtxasReportIsParsed) {
+  cuda::PtxasInfo info = cuda::ParsePtxasLog(
+      "ptxas info    : Compiling entry function 'kiln_g' for 'sm_80'\n"
+      "ptxas info    : Function properties for kiln_g\n"
+      "    16 bytes stack frame, 8 bytes spill stores, 4 bytes spill loads\n"
+      "ptxas info    : Used 168 registers, used 1 barriers, 1024 bytes smem, "
+      "380 bytes cmem[0]\n");
+  EXPECT_EQ(info.registers, 168);
+  EXPECT_EQ(info.stack_bytes, 16);
+  EXPECT_EQ(info.spill_stores, 8);
+  EXPECT_EQ(info.spill_loads, 4);
+  EXPECT_EQ(info.static_shared_bytes, 1024);
+}
+
+TEST(CudaCodegenTest, UnknownTargetListsCudaTargets) {
+  CompileOptions o;
+  o.target = "sm_75";
+  o.bindings = {{"BM", 64}};
+  auto out = Compile(kGemm, o);
+  ASSERT_FALSE(out.ok());
+  EXPECT_THAT(out.status().message(), HasSubstr("sm_80, sm_86, sm_89, sm_90"));
+}
+
+}  // namespace
+}  // namespace kiln::compiler

@@ -1,0 +1,494 @@
+// Every corpus kernel on the GPU, checked against the CPU target on the same
+// fresh random inputs (ragged shapes included): both targets compile the
+// same program in process (compiler::Compile), the CPU runtime and the CUDA
+// runtime launch it, and every tensor (inputs included: some are updated in
+// place) is compared element by element with a tolerance per dtype. A table
+// of the results is printed at the end. Without a GPU every test is skipped
+// (GTEST_SKIP, with the reason), never passed.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "compiler/compile.h"
+#include "gtest/gtest.h"
+#include "runtime/cpu/cpu_kernel.h"
+#include "runtime/cuda/cuda_device.h"
+#include "runtime/cuda/cuda_kernel.h"
+#include "tests/e2e/dtype_codec.h"
+#include "tests/e2e/host_tensor.h"
+
+namespace kiln::gpu_test {
+namespace {
+
+using e2e::HostTensor;
+using e2e::Rng;
+using runtime::ArgValue;
+using runtime::DType;
+using Ints = std::map<std::string, int64_t>;
+
+struct Case {
+  std::string file;
+  std::string kernel;
+  Ints bindings;                          // tunables
+  Ints symbols;                           // dynamic symbols
+  std::map<std::string, double> scalars;  // scalar params (by value)
+  // Integer ranges for some tensors: name -> [lo, hi].
+  std::map<std::string, std::pair<double, double>> ranges;
+  std::map<std::string, std::vector<int64_t>> strides;
+  std::string label;  // extra text for the test name
+  bool sm90_only = false;
+};
+
+std::vector<Case> Cases() {
+  const double kScale = 1.0 / std::sqrt(128.0);
+  std::vector<Case> c = {
+      {"adam_step.tile",
+       "adam_step",
+       {{"BN", 1024}},
+       {{"N", 5000}},
+       {{"lr", 1e-3},
+        {"beta1", 0.9},
+        {"beta2", 0.999},
+        {"eps", 1e-8},
+        {"weight_decay", 0.01},
+        {"c1", 10.0},
+        {"c2", 1000.0}},
+       {{"Vel", {0.0, 1.0}}}},
+      {"batched_gemm.tile",
+       "batched_gemm",
+       {{"BM", 64}, {"BN", 64}, {"BK", 32}},
+       {{"BATCH", 3}, {"M", 200}, {"K", 100}, {"N", 150}},
+       {},
+       {},
+       {{"B", {0, 150, 1}}}},
+      {"dequant_int4.tile",
+       "dequant_i4",
+       {{"BN", 64}, {"BK", 128}},
+       {{"N", 100}, {"K", 256}, {"G", 2}}},
+      {"dequant_int4.tile",
+       "unpack_i4_bytes",
+       {{"BN", 64}, {"BK", 128}},
+       {{"N", 100}, {"KB", 128}, {"K", 256}, {"G", 2}}},
+      {"dropout.tile",
+       "dropout",
+       {{"BM", 16}, {"BN", 128}},
+       {{"M", 50}, {"N", 300}},
+       {{"seed", 12345}, {"p", 0.25}, {"training", 1}}},
+      {"elementwise_broadcast.tile",
+       "elementwise_broadcast",
+       {{"BM", 32}, {"BN", 64}},
+       {{"M", 70}, {"N", 130}},
+       {{"alpha", 0.5}, {"act", 1}},
+       {},
+       {{"X", {1, 70}}},
+       "gelu"},
+      {"elementwise_broadcast.tile",
+       "elementwise_broadcast",
+       {{"BM", 64}, {"BN", 128}},
+       {{"M", 70}, {"N", 130}},
+       {{"alpha", 0.5}, {"act", 2}},
+       {},
+       {{"X", {1, 70}}},
+       "silu"},
+      {"flash_attention_fwd.tile",
+       "flash_attention_fwd",
+       {{"BM", 64}, {"BN", 64}, {"STAGES", 2}},
+       {{"B", 2}, {"S", 200}, {"H", 3}},
+       {{"sm_scale", kScale}}},
+      {"flash_attention_fwd.tile",
+       "flash_attention_fwd",
+       {{"BM", 128}, {"BN", 64}, {"STAGES", 1}},
+       {{"B", 1}, {"S", 333}, {"H", 2}},
+       {{"sm_scale", kScale}},
+       {},
+       {},
+       "bm128"},
+      {"flash_attention_fwd.tile",
+       "flash_attention_fwd_causal",
+       {{"BM", 64}, {"BN", 64}, {"STAGES", 2}},
+       {{"B", 2}, {"S", 200}, {"H", 3}},
+       {{"sm_scale", kScale}}},
+      {"gemm.tile",
+       "gemm",
+       {{"BM", 128}, {"BN", 128}, {"BK", 32}, {"STAGES", 3}},
+       {{"M", 300}, {"N", 264}, {"K", 200}}},
+      {"gemm.tile",
+       "gemm",
+       {{"BM", 64}, {"BN", 64}, {"BK", 64}, {"STAGES", 2}},
+       {{"M", 130}, {"N", 70}, {"K", 77}},
+       {},
+       {},
+       {},
+       "unaligned"},
+      {"gemm_bias_gelu.tile",
+       "gemm_bias_gelu",
+       {{"BM", 64}, {"BN", 64}, {"BK", 32}},
+       {{"M", 200}, {"N", 130}, {"K", 96}}},
+      {"gemm_fp8.tile",
+       "gemm_fp8",
+       {{"BM", 128}, {"BN", 128}, {"BK", 128}, {"STAGES", 3}},
+       {{"M", 256}, {"N", 384}, {"K", 256}},
+       {{"scale_a", 0.5}, {"scale_b", 2.0}},
+       {},
+       {},
+       "",
+       true},
+      {"gemm_int8.tile",
+       "gemm_int8",
+       {{"BM", 64}, {"BN", 64}, {"BK", 64}, {"THREADS", 128}},
+       {{"M", 130}, {"N", 100}, {"K", 64}},
+       {},
+       {{"AT", {-8, 8}}, {"B", {-8, 8}}}},
+      {"gemm_splitk.tile",
+       "gemm_splitk",
+       {{"BM", 32}, {"BN", 64}, {"BK", 32}, {"SPLIT", 4}},
+       {{"M", 64}, {"N", 96}, {"K", 1000}}},
+      {"gemm_w4a16.tile",
+       "gemm_w4a16",
+       {{"BM", 16}, {"BN", 64}, {"BK", 64}, {"STAGES", 2}},
+       {{"M", 40}, {"N", 130}, {"K", 256}, {"G", 2}}},
+      {"inclusive_scan.tile",
+       "inclusive_scan",
+       {{"BM", 1}, {"BN", 256}},
+       {{"M", 7}, {"N", 1000}}},
+      {"inclusive_scan.tile", "segment_suffix_sum", {}, {{"NSEG", 5}}},
+      {"layernorm.tile", "layernorm", {{"BM", 2}}, {{"M", 9}}},
+      {"losses.tile",
+       "cross_entropy",
+       {{"BM", 1}, {"BV", 1024}},
+       {{"M", 7}, {"V", 3000}},
+       {{"ignore_index", -100}},
+       {{"Labels", {-1, 2999}}}},
+      {"losses.tile",
+       "huber_loss",
+       {{"BN", 1024}},
+       {{"N", 5000}},
+       {{"delta", 0.5}}},
+      {"quantize.tile", "quantize_fp8_e4m3", {{"BM", 1}}, {{"M", 5}}},
+      {"quantize.tile",
+       "quantize_fp8_e5m2",
+       {},
+       {{"M", 70}, {"N", 200}},
+       {{"inv_scale", 4.0}}},
+      {"quantize.tile", "quantize_q15", {}, {{"N", 3000}}},
+      {"rmsnorm.tile",
+       "rmsnorm",
+       {{"BM", 1}, {"BN", 512}},
+       {{"M", 5}, {"N", 1500}},
+       {{"eps", 1e-5}}},
+      {"row_reduce.tile",
+       "row_stats",
+       {{"BM", 4}, {"BN", 128}},
+       {{"M", 10}, {"N", 300}}},
+      {"row_reduce.tile",
+       "col_sum_f64",
+       {{"BM", 64}, {"BN", 64}},
+       {{"M", 200}, {"N", 150}}},
+      {"softmax.tile",
+       "softmax",
+       {{"BM", 1}, {"BN", 256}},
+       {{"M", 6}, {"N", 1500}}},
+      {"stencil_blur.tile",
+       "stencil_blur",
+       {{"BM", 8}, {"BN", 128}},
+       {{"M", 20}, {"N", 300}}},
+      {"topk.tile", "topk", {{"BM", 16}}, {{"T", 40}}, {{"normalize", 1}}},
+      {"transpose.tile", "transpose", {{"TILE", 32}}, {{"M", 70}, {"N", 100}}},
+  };
+  return c;
+}
+
+std::string CorpusDir() {
+  if (const char* d = std::getenv("KILN_CORPUS_DIR")) return d;
+  return KILN_CORPUS_DIR;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Bytes of storage a tensor of `shape`/`strides` spans.
+int64_t StorageBytes(DType t, const std::vector<int64_t>& shape,
+                     std::vector<int64_t> strides) {
+  if (strides.empty()) {
+    strides.assign(shape.size(), 1);
+    for (size_t d = shape.size(); d-- > 1;) {
+      strides[d - 1] = strides[d] * shape[d];
+    }
+  }
+  int64_t last = 0;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 0) return 0;
+    last += (shape[d] - 1) * strides[d];
+  }
+  const int64_t elems = last + 1;
+  if (t == DType::kI4 || t == DType::kU4) return (elems + 1) / 2;
+  return elems * e2e::ElementBytes(t);
+}
+
+std::pair<double, double> Tolerance(DType t) {
+  switch (t) {
+    case DType::kF64:
+      return {1e-9, 1e-9};
+    case DType::kF32:
+      return {2e-3, 2e-3};
+    case DType::kF16:
+      return {1e-2, 1e-2};
+    case DType::kBF16:
+      return {3e-2, 3e-2};
+    case DType::kF8E4M3:
+      return {2e-2, 0.13};
+    case DType::kF8E5M2:
+      return {2e-2, 0.26};
+    default:
+      return {0, 0};
+  }
+}
+
+struct Row {
+  std::string name, bindings, shape, result;
+  int64_t elements = 0;
+  double max_abs = 0;
+};
+std::vector<Row>& Rows() {
+  static std::vector<Row> rows;
+  return rows;
+}
+
+class TablePrinter : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    if (Rows().empty()) return;
+    std::printf("\n%-44s %-28s %-30s %10s %11s  %s\n", "kernel", "tunables",
+                "shape", "elements", "max |diff|", "result");
+    for (const Row& r : Rows()) {
+      std::printf("%-44s %-28s %-30s %10lld %11.3g  %s\n", r.name.c_str(),
+                  r.bindings.c_str(), r.shape.c_str(),
+                  static_cast<long long>(r.elements), r.max_abs,
+                  r.result.c_str());
+    }
+    int pass = 0;
+    for (const Row& r : Rows()) pass += r.result == "ok";
+    std::printf("GPU vs CPU: %d of %zu cases agree\n", pass, Rows().size());
+  }
+};
+const auto* const kPrinter =
+    ::testing::AddGlobalTestEnvironment(new TablePrinter);
+
+std::string Join(const Ints& m) {
+  std::string s;
+  for (const auto& [k, v] : m) {
+    s += (s.empty() ? "" : " ") + k + "=" + std::to_string(v);
+  }
+  return s;
+}
+
+class GpuCorpusTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(GpuCorpusTest, MatchesCpuTarget) {
+  absl::StatusOr<std::vector<runtime::cuda::DeviceInfo>> devices =
+      runtime::cuda::ListDevices();
+  if (!devices.ok()) {
+    GTEST_SKIP() << "no GPU here: " << devices.status().message();
+  }
+  const Case& c = GetParam();
+  const runtime::cuda::DeviceInfo& dev = (*devices)[0];
+  if (c.sm90_only && dev.cc_major < 9) {
+    GTEST_SKIP() << c.kernel << " needs sm_90 (clusters); device is "
+                 << dev.arch();
+  }
+  const std::string source = ReadFile(CorpusDir() + "/" + c.file);
+  ASSERT_FALSE(source.empty()) << "cannot read " << CorpusDir() << "/" << c.file
+                               << " (set KILN_CORPUS_DIR)";
+  compiler::CompileOptions o;
+  o.kernel = c.kernel;
+  o.bindings = c.bindings;
+  o.filename = c.file;
+  o.target = "cpu";
+  auto cpu = compiler::Compile(source, o);
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  o.target = dev.cc_major >= 9   ? "sm_90"
+             : dev.cc_minor == 0 ? "sm_80"
+                                 : dev.arch();
+  auto gpu = compiler::Compile(source, o);
+  ASSERT_TRUE(gpu.ok()) << gpu.status();
+  auto cpu_kernel = runtime::CpuKernel::Load(cpu->binary, cpu->metadata);
+  ASSERT_TRUE(cpu_kernel.ok()) << cpu_kernel.status();
+  auto gpu_kernel = runtime::cuda::CudaKernel::Load(gpu->binary, gpu->metadata);
+  ASSERT_TRUE(gpu_kernel.ok()) << gpu_kernel.status();
+  const runtime::KernelMetadata& md = (*cpu_kernel)->metadata();
+
+  Rng rng(0x6b696c6e ^ std::hash<std::string>()(c.kernel + c.label));
+  std::vector<std::unique_ptr<HostTensor>> host, result;
+  std::vector<runtime::cuda::DeviceBuffer> device;
+  std::vector<ArgValue> cpu_args, gpu_args;
+  std::string shape_text;
+  for (const runtime::MetadataParam& p : md.params) {
+    if (!p.is_tensor) {
+      auto it = c.scalars.find(p.name);
+      ASSERT_NE(it, c.scalars.end()) << "no value for scalar " << p.name;
+      const double v = it->second;
+      ArgValue a;
+      switch (p.dtype) {
+        case DType::kF32:
+          a = ArgValue::F32(static_cast<float>(v));
+          break;
+        case DType::kF64:
+          a = ArgValue::F64(v);
+          break;
+        case DType::kI32:
+          a = ArgValue::I32(static_cast<int32_t>(v));
+          break;
+        case DType::kI64:
+          a = ArgValue::I64(static_cast<int64_t>(v));
+          break;
+        case DType::kU32:
+          a = ArgValue::U32(static_cast<uint32_t>(v));
+          break;
+        case DType::kBool:
+          a = ArgValue::Bool(v != 0);
+          break;
+        default:
+          FAIL() << "scalar dtype of " << p.name;
+      }
+      cpu_args.push_back(a);
+      gpu_args.push_back(a);
+      continue;
+    }
+    std::vector<int64_t> shape;
+    for (const runtime::MetadataDim& d : p.shape) {
+      if (!d.is_symbol()) {
+        shape.push_back(d.value);
+        continue;
+      }
+      auto it = c.symbols.find(d.symbol);
+      ASSERT_NE(it, c.symbols.end()) << "no value for symbol " << d.symbol;
+      shape.push_back(it->second);
+    }
+    std::vector<int64_t> strides;
+    if (auto it = c.strides.find(p.name); it != c.strides.end()) {
+      strides = it->second;
+    }
+    auto t = std::make_unique<HostTensor>(p.dtype, shape, strides);
+    double lo = -1, hi = 1;
+    if (auto it = c.ranges.find(p.name); it != c.ranges.end()) {
+      lo = it->second.first;
+      hi = it->second.second;
+    } else if (!e2e::IsFloat(p.dtype)) {
+      lo = p.dtype == DType::kBool ? 0 : e2e::IntMin(p.dtype);
+      hi = p.dtype == DType::kBool ? 1 : e2e::IntMax(p.dtype);
+      if (p.dtype == DType::kI64 || p.dtype == DType::kI32) {
+        lo = -1000;
+        hi = 1000;
+      }
+    }
+    t->FillRandom(rng, lo, hi);
+    const int64_t bytes = StorageBytes(p.dtype, shape, strides);
+    auto buf = runtime::cuda::DeviceBuffer::Allocate(bytes);
+    ASSERT_TRUE(buf.ok()) << buf.status();
+    ASSERT_TRUE(buf->CopyFrom(t->data(), bytes).ok());
+    cpu_args.push_back(t->Arg());
+    gpu_args.push_back(ArgValue::Tensor(buf->data(), p.dtype, shape, strides));
+    std::string s;
+    for (int64_t x : shape) s += (s.empty() ? "" : "x") + std::to_string(x);
+    if (shape_text.size() < 28) {
+      shape_text += (shape_text.empty() ? "" : " ") + s;
+    }
+    result.push_back(std::make_unique<HostTensor>(*t));
+    host.push_back(std::move(t));
+    device.push_back(std::move(*buf));
+  }
+  // Both launches; the GPU one on the default stream, then synchronise.
+  absl::Status st = (*gpu_kernel)->Launch(gpu_args, nullptr);
+  ASSERT_TRUE(st.ok()) << st;
+  st = (*cpu_kernel)->Launch(cpu_args);
+  ASSERT_TRUE(st.ok()) << st;
+  auto drv = runtime::cuda::Driver::Get();
+  ASSERT_TRUE(drv.ok());
+  st = (*drv)->Check((*drv)->api().cuCtxSynchronize(), "cuCtxSynchronize");
+  ASSERT_TRUE(st.ok()) << "kernel failed on the GPU: " << st;
+
+  Row row;
+  row.name = c.file.substr(0, c.file.size() - 5) + ":" + c.kernel +
+             (c.label.empty() ? "" : " (" + c.label + ")");
+  row.bindings = Join(c.bindings);
+  row.shape = shape_text.substr(0, 30);
+  int64_t bad = 0;
+  std::string first_bad;
+  size_t ti = 0;
+  for (const runtime::MetadataParam& p : md.params) {
+    if (!p.is_tensor) continue;
+    HostTensor& want = *host[ti];
+    HostTensor& got = *result[ti];
+    const int64_t bytes =
+        StorageBytes(p.dtype, want.shape(),
+                     c.strides.count(p.name) ? c.strides.at(p.name)
+                                             : std::vector<int64_t>{});
+    ASSERT_TRUE(device[ti].CopyTo(got.data(), bytes).ok());
+    auto [atol, rtol] = Tolerance(p.dtype);
+    const std::vector<double> w = want.Values(), g = got.Values();
+    row.elements += static_cast<int64_t>(w.size());
+    for (size_t i = 0; i < w.size(); ++i) {
+      const bool both_nan = std::isnan(w[i]) && std::isnan(g[i]);
+      const bool same_inf = std::isinf(w[i]) && w[i] == g[i];
+      const double diff = std::fabs(w[i] - g[i]);
+      if (both_nan || same_inf) continue;
+      if (std::isfinite(diff)) row.max_abs = std::max(row.max_abs, diff);
+      if (!(diff <= atol + rtol * std::fabs(w[i]))) {
+        if (bad++ == 0) {
+          first_bad = p.name + "[" + std::to_string(i) + "]: cpu " +
+                      std::to_string(w[i]) + " gpu " + std::to_string(g[i]);
+        }
+      }
+    }
+    ++ti;
+  }
+  row.result = bad == 0 ? "ok" : std::to_string(bad) + " differ";
+  Rows().push_back(row);
+  EXPECT_EQ(bad, 0) << "first difference: " << first_bad;
+}
+
+INSTANTIATE_TEST_SUITE_P(Corpus, GpuCorpusTest, ::testing::ValuesIn(Cases()),
+                         [](const ::testing::TestParamInfo<Case>& info) {
+                           std::string n = info.param.kernel +
+                                           (info.param.label.empty()
+                                                ? ""
+                                                : "_" + info.param.label);
+                           for (char& ch : n) {
+                             if (!isalnum(static_cast<unsigned char>(ch)))
+                               ch = '_';
+                           }
+                           return n;
+                         });
+
+TEST(GpuDeviceTest, DiscoveryReportsTheDevice) {
+  absl::StatusOr<std::vector<runtime::cuda::DeviceInfo>> devices =
+      runtime::cuda::ListDevices();
+  if (!devices.ok()) {
+    GTEST_SKIP() << "no GPU here: " << devices.status().message();
+  }
+  for (const runtime::cuda::DeviceInfo& d : *devices) {
+    std::printf("device %d: %s, %s, %d SMs, %.1f GiB, sku %s\n", d.ordinal,
+                d.name.c_str(), d.arch().c_str(), d.sm_count,
+                d.total_memory / 1073741824.0, d.sku().c_str());
+    EXPECT_GE(d.cc_major, 7);
+    EXPECT_GT(d.sm_count, 0);
+    EXPECT_GT(d.total_memory, 0);
+    EXPECT_NE(d.sku().find(std::to_string(d.sm_count) + "SM"),
+              std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace kiln::gpu_test

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Runs the GPU tests on the GPU machine from the bundle (builds nothing):
+#   here:  cmake --build build --target gpu_corpus_tests client_gpu_tests kilnd
+#          ../shared/tools/gpu-bundle.sh .gpu build/tests/gpu/gpu_corpus_tests \
+#            build/tests/gpu/client_gpu_tests build/server/kilnd
+#   there: source .gpu/unpack.sh && tests/gpu/run.sh
+# Prints device discovery, one line per failing or skipped case and the
+# GPU-vs-CPU table; exits non-zero when a case fails.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+export KILN_CORPUS_DIR="$PWD/tests/compiler/corpus"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
+log=${TMPDIR:-/tmp}/kiln_gpu_tests.log
+gpu_corpus_tests --gtest_color=no "$@" > "$log" 2>&1
+rc=$?
+grep -E "^device |Failure|first difference|Skipped|^\[  (FAILED|SKIPPED) " "$log" | head -60
+sed -n '/^kernel  /,/^GPU vs CPU/p' "$log"
+grep -E "^\[  PASSED|^\[==========\]|FAILED TEST" "$log"
+
+# The C++ client through kilnd (when bundled): compile the GEMM for the GPU,
+# launch it from the client, check it.
+if command -v client_gpu_tests >/dev/null && command -v kilnd >/dev/null; then
+  export KILN_KILND="$(command -v kilnd)"
+  client_gpu_tests --gtest_color=no > "$log.client" 2>&1
+  client_rc=$?
+  grep -E "^gpu |^gemm |Failure|Skipped|^\[  (PASSED|FAILED|SKIPPED) " "$log.client" | head -20
+  [ "$client_rc" -eq 0 ] || rc=$client_rc
+fi
+exit $rc
