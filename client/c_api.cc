@@ -1,12 +1,16 @@
 // The C ABI (client/kiln.h) over kiln::client::Client and Kernel.
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "client/client.h"
 #include "client/embedded.h"
 #include "client/kernel.h"
@@ -50,6 +54,36 @@ int Guarded(Body body) {
 
 absl::Duration Timeout(double seconds, absl::Duration otherwise) {
   return seconds > 0 ? absl::Seconds(seconds) : otherwise;
+}
+
+// `text` as a JSON string literal.
+std::string JsonString(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      absl::StrAppend(&out, "\\u00", absl::Hex(c, absl::kZeroPad2));
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+// Copies `bindings` into `out`; false (with the error set) for a NULL name.
+bool CopyBindings(const char* what, const kiln_binding* bindings, size_t n,
+                  google::protobuf::Map<std::string, int64_t>* out) {
+  for (size_t i = 0; i < n; ++i) {
+    if (bindings[i].name == nullptr) {
+      Fail(absl::StatusCode::kInvalidArgument,
+           absl::StrCat("kiln_autotune: ", what, " ", i, " has no name"));
+      return false;
+    }
+    (*out)[bindings[i].name] = bindings[i].value;
+  }
+  return true;
 }
 
 int Return(absl::StatusOr<kiln::client::Kernel> kernel, kiln_kernel** out) {
@@ -153,6 +187,67 @@ int kiln_kernel_from_parts(const void* binary, size_t binary_size,
 }
 
 void kiln_kernel_free(kiln_kernel* kernel) { delete kernel; }
+
+int kiln_autotune(kiln_client* client, const char* ir_text, const char* kernel,
+                  const char* target, const kiln_binding* shape,
+                  size_t num_shape, const kiln_binding* fixed, size_t num_fixed,
+                  int max_candidates, int force, double timeout_seconds,
+                  char** out_json) {
+  return Guarded([&] {
+    if (client == nullptr || ir_text == nullptr || out_json == nullptr ||
+        (shape == nullptr && num_shape > 0) ||
+        (fixed == nullptr && num_fixed > 0)) {
+      return Fail(absl::StatusCode::kInvalidArgument,
+                  "kiln_autotune: client, ir_text and out_json must not be "
+                  "NULL");
+    }
+    kiln::v1::AutotuneRequest request;
+    request.set_ir_text(ir_text);
+    if (kernel != nullptr) request.set_kernel(kernel);
+    request.set_target(target != nullptr && *target != '\0' ? target : "auto");
+    if (!CopyBindings("shape", shape, num_shape, request.mutable_shape()) ||
+        !CopyBindings("fixed binding", fixed, num_fixed,
+                      request.mutable_fixed_bindings())) {
+      return static_cast<int>(absl::StatusCode::kInvalidArgument);
+    }
+    request.mutable_options()->set_max_candidates(std::max(0, max_candidates));
+    request.mutable_options()->set_force(force != 0);
+    absl::StatusOr<kiln::v1::AutotuneResult> result = client->client->Autotune(
+        request, nullptr, Timeout(timeout_seconds, absl::InfiniteDuration()));
+    if (!result.ok()) return Fail(result.status());
+    std::map<std::string, int64_t> best(result->best_bindings().begin(),
+                                        result->best_bindings().end());
+    std::string best_json;
+    for (const auto& [name, value] : best) {
+      absl::StrAppend(&best_json, best_json.empty() ? "" : ", ",
+                      JsonString(name), ": ", value);
+    }
+    int ran = 0;
+    for (const auto& c : result->candidates()) {
+      ran += c.status() == kiln::v1::CANDIDATE_STATUS_BENCHMARKED;
+    }
+    const std::string json = absl::StrCat(
+        "{\"tuning_key\": ", JsonString(result->tuning_key()),
+        ", \"cached\": ", result->cached() ? "true" : "false",
+        ", \"kernel\": ", JsonString(result->kernel_name()),
+        ", \"target\": ", JsonString(result->target()), ", \"best\": {",
+        best_json, "}, \"best_label\": ", JsonString(result->best_label()),
+        ", \"best_kernel_key\": ", JsonString(result->best_kernel_key()),
+        ", \"best_median_us\": ",
+        absl::StrFormat("%.3f", result->best_median_us()),
+        ", \"candidates\": ", result->candidates_size(), ", \"ran\": ", ran,
+        "}");
+    char* copy = static_cast<char*>(std::malloc(json.size() + 1));
+    if (copy == nullptr) {
+      return Fail(absl::StatusCode::kResourceExhausted, "out of memory");
+    }
+    std::memcpy(copy, json.c_str(), json.size() + 1);
+    *out_json = copy;
+    return KILN_OK;
+  });
+}
+
+void kiln_string_free(char* s) { std::free(s); }
 
 const char* kiln_kernel_key(const kiln_kernel* k) {
   return k->kernel.key().c_str();

@@ -128,6 +128,19 @@ class GrpcTransport final : public Transport {
     }
     return proto::ToAbslStatus(reader->Finish());
   }
+  absl::Status Autotune(
+      const kiln::v1::AutotuneRequest& request, absl::Time deadline,
+      const std::function<void(const kiln::v1::AutotuneProgress&)>& progress)
+      override {
+    grpc::ClientContext context;
+    std::unique_ptr<grpc::ClientReader<kiln::v1::AutotuneProgress>> reader =
+        kiln_->Autotune(Prepare(&context, token_, deadline), request);
+    kiln::v1::AutotuneProgress message;
+    while (reader->Read(&message)) {
+      if (progress) progress(message);
+    }
+    return proto::ToAbslStatus(reader->Finish());
+  }
   absl::StatusOr<kiln::v1::StatsResponse> Stats() override {
     return Call(&kiln::v1::Kiln::Stub::Stats, kiln::v1::StatsRequest(), Soon());
   }
@@ -324,6 +337,29 @@ absl::Status Client::Prewarm(
     *message.add_requests() = ToProto(r);
   }
   return transport_->Prewarm(message, DeadlineIn(timeout), progress);
+}
+
+absl::StatusOr<kiln::v1::AutotuneResult> Client::Autotune(
+    const kiln::v1::AutotuneRequest& request,
+    const std::function<void(const kiln::v1::AutotuneProgress&)>& progress,
+    absl::Duration timeout) const {
+  kiln::v1::AutotuneResult result;
+  bool finished = false;
+  absl::Status status = transport_->Autotune(
+      request, DeadlineIn(timeout),
+      [&](const kiln::v1::AutotuneProgress& message) {
+        if (message.event() == kiln::v1::AutotuneProgress::EVENT_DONE ||
+            message.event() == kiln::v1::AutotuneProgress::EVENT_CACHED) {
+          result = message.result();
+          finished = true;
+        }
+        if (progress) progress(message);
+      });
+  if (!status.ok()) return status;
+  if (!finished) {
+    return absl::InternalError("the autotune stream ended without a result");
+  }
+  return result;
 }
 
 absl::StatusOr<kiln::v1::StatsResponse> Client::Stats() const {

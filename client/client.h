@@ -125,6 +125,19 @@ class Client {
           nullptr,
       absl::Duration timeout = absl::InfiniteDuration()) const;
 
+  // Tunes one kernel at one shape (kiln.v1.Autotune), calling `progress`
+  // for every event as it streams in (if set), and returns the final result
+  // (the last event's; `cached` says it was stored already). Errors carry
+  // the daemon's code: InvalidArgument for bad programs, shapes, bindings or
+  // options; NotFound for an unknown kernel; FailedPrecondition when the
+  // target has no device there or no candidate ran correctly; Unavailable
+  // when the daemon cannot be reached.
+  absl::StatusOr<kiln::v1::AutotuneResult> Autotune(
+      const kiln::v1::AutotuneRequest& request,
+      const std::function<void(const kiln::v1::AutotuneProgress&)>& progress =
+          nullptr,
+      absl::Duration timeout = absl::InfiniteDuration()) const;
+
   absl::StatusOr<kiln::v1::StatsResponse> Stats() const;
   absl::StatusOr<kiln::v1::ListKernelsResponse> ListKernels(
       const kiln::v1::ListKernelsRequest& request = {}) const;
@@ -161,6 +174,10 @@ class Transport {
   virtual absl::Status Prewarm(
       const kiln::v1::PrewarmRequest& request, absl::Time deadline,
       const std::function<void(const kiln::v1::PrewarmProgress&)>&
+          progress) = 0;
+  virtual absl::Status Autotune(
+      const kiln::v1::AutotuneRequest& request, absl::Time deadline,
+      const std::function<void(const kiln::v1::AutotuneProgress&)>&
           progress) = 0;
   virtual absl::StatusOr<kiln::v1::StatsResponse> Stats() = 0;
   virtual absl::StatusOr<kiln::v1::ListKernelsResponse> ListKernels(

@@ -26,7 +26,9 @@ class EmbeddedTransport final : public Transport {
                     std::unique_ptr<server::CompileEngine> engine)
       : cache_(std::move(cache)),
         engine_(std::move(engine)),
-        core_(engine_.get(), server::ProbeHostCapabilities()) {}
+        core_(engine_.get(), server::ProbeHostCapabilities()) {
+    core_.EnableAutotune(cache_.get());
+  }
 
   ~EmbeddedTransport() override { engine_->Shutdown(); }
 
@@ -55,6 +57,15 @@ class EmbeddedTransport final : public Transport {
                          [&](const kiln::v1::PrewarmProgress& message) {
                            if (progress) progress(message);
                          });
+  }
+  absl::Status Autotune(
+      const kiln::v1::AutotuneRequest& request, absl::Time deadline,
+      const std::function<void(const kiln::v1::AutotuneProgress&)>& progress)
+      override {
+    return core_.Autotune(request, Until(deadline),
+                          [&](const kiln::v1::AutotuneProgress& message) {
+                            if (progress) progress(message);
+                          });
   }
   absl::StatusOr<kiln::v1::StatsResponse> Stats() override {
     return core_.Stats();

@@ -125,6 +125,31 @@ typedef struct kiln_arg {
 KILN_API int kiln_kernel_launch(const kiln_kernel* kernel, const kiln_arg* args,
                                 size_t num_args, void* stream);
 
+/* Autotunes `kernel` of `ir_text` for `target` (NULL means "auto") at the
+ * problem shape `shape` (a value for every symbol of the kernel; results are
+ * stored for the shape's power-of-two bucket), with `fixed` symbols or
+ * tunables fixed. `max_candidates` <= 0 means the default (256); `force`
+ * non-zero tunes again even when a result is stored; `timeout_seconds` <= 0
+ * means no deadline. On success `*out_json` is a JSON object to free with
+ * kiln_string_free:
+ *   {"tuning_key": "<64 hex>", "cached": false, "kernel": "gemm",
+ *    "target": "cpu", "best": {"BM": 64, "BN": 128}, "best_label":
+ *    "BM=64,BN=128", "best_kernel_key": "<64 hex>", "best_median_us": 812.5,
+ *    "candidates": 39, "ran": 37}
+ * Compile the chosen kernel with kiln_compile and the "best" bindings (it is
+ * cached: a hit). Errors as kiln_compile, and 9 (failed precondition) when
+ * the target has no device where the tuning runs or no candidate ran
+ * correctly. */
+KILN_API int kiln_autotune(kiln_client* client, const char* ir_text,
+                           const char* kernel, const char* target,
+                           const kiln_binding* shape, size_t num_shape,
+                           const kiln_binding* fixed, size_t num_fixed,
+                           int max_candidates, int force,
+                           double timeout_seconds, char** out_json);
+
+/* Frees a string returned by the library (NULL is ignored). */
+KILN_API void kiln_string_free(char* s);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif

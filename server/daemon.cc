@@ -184,6 +184,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(
   const std::string version = capabilities.server_version;
   daemon->core_ = std::make_unique<ServiceCore>(daemon->engine_.get(),
                                                 std::move(capabilities));
+  daemon->core_->EnableAutotune(daemon->cache_.get());
   daemon->service_ =
       std::make_unique<KilnService>(daemon->core_.get(), bearer_token);
 

@@ -110,6 +110,27 @@ grpc::Status KilnService::Prewarm(
   return proto::ToGrpcStatus(status);
 }
 
+grpc::Status KilnService::Autotune(
+    grpc::ServerContext* context, const kiln::v1::AutotuneRequest* request,
+    grpc::ServerWriter<kiln::v1::AutotuneProgress>* writer) {
+  if (grpc::Status s = Authorize(*context); !s.ok()) return s;
+  bool writable = true;
+  absl::Status status =
+      core_->Autotune(*request, ToCallContext(context),
+                      [&](const kiln::v1::AutotuneProgress& progress) {
+                        if (writable) writable = writer->Write(progress);
+                      });
+  const std::string& kernel =
+      request->kernel().empty() ? request->filename() : request->kernel();
+  if (status.ok()) {
+    spdlog::info("autotuned {} for {}", kernel, context->peer());
+  } else if (!absl::IsInvalidArgument(status) && !absl::IsNotFound(status)) {
+    spdlog::warn("Autotune {} for {}: {}", kernel, context->peer(),
+                 status.ToString());
+  }
+  return proto::ToGrpcStatus(status);
+}
+
 grpc::Status KilnService::Stats(grpc::ServerContext* context,
                                 const kiln::v1::StatsRequest* request,
                                 kiln::v1::StatsResponse* response) {

@@ -44,6 +44,9 @@ class KilnService final : public kiln::v1::Kiln::Service {
   grpc::Status Evict(grpc::ServerContext* context,
                      const kiln::v1::EvictRequest* request,
                      kiln::v1::EvictResponse* response) override;
+  grpc::Status Autotune(
+      grpc::ServerContext* context, const kiln::v1::AutotuneRequest* request,
+      grpc::ServerWriter<kiln::v1::AutotuneProgress>* writer) override;
   grpc::Status Echo(grpc::ServerContext* context,
                     const kiln::v1::EchoRequest* request,
                     kiln::v1::EchoResponse* response) override;

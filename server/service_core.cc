@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "server/tuning/autotuner.h"
 
 namespace kiln::server {
 namespace {
@@ -81,6 +82,32 @@ std::string ResolveTarget(const HostCapabilities& capabilities,
 
 ServiceCore::ServiceCore(CompileEngine* engine, HostCapabilities capabilities)
     : engine_(engine), capabilities_(std::move(capabilities)) {}
+
+ServiceCore::~ServiceCore() = default;
+
+void ServiceCore::EnableAutotune(cache::Cache* cache) {
+  tuning::AutotunerOptions options;
+  options.allow_faults = tuning::FaultsAllowedByEnvironment();
+  for (const GpuInfo& gpu : capabilities_.gpus) {
+    options.gpus.push_back({gpu.index, gpu.target, gpu.sku});
+  }
+  autotuner_ =
+      std::make_unique<tuning::Autotuner>(engine_, cache, std::move(options));
+}
+
+absl::Status ServiceCore::Autotune(
+    const kiln::v1::AutotuneRequest& request, const CallContext& call,
+    const std::function<void(const kiln::v1::AutotuneProgress&)>& progress) {
+  if (autotuner_ == nullptr) {
+    return absl::UnimplementedError("autotuning is not enabled here");
+  }
+  kiln::v1::AutotuneRequest resolved = request;
+  resolved.set_target(ResolveTarget(capabilities_, request.target()));
+  tuning::Autotuner::Call tune_call;
+  tune_call.deadline = call.deadline;
+  tune_call.cancelled = call.cancelled;
+  return autotuner_->Tune(resolved, tune_call, progress);
+}
 
 kiln::v1::CapabilitiesResponse ServiceCore::Capabilities() const {
   kiln::v1::CapabilitiesResponse response;

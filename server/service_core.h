@@ -6,6 +6,7 @@
 #define KILN_SERVER_SERVICE_CORE_H_
 
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "absl/status/status.h"
@@ -16,6 +17,10 @@
 #include "server/engine/compile_engine.h"
 
 namespace kiln::server {
+
+namespace tuning {
+class Autotuner;
+}  // namespace tuning
 
 // What a call carries besides its message.
 struct CallContext {
@@ -39,6 +44,11 @@ class ServiceCore {
  public:
   // `engine` is not owned and must outlive the core.
   ServiceCore(CompileEngine* engine, HostCapabilities capabilities);
+  ~ServiceCore();
+
+  // Turns Autotune on: results are stored in `cache` (not owned; the
+  // engine's cache; must outlive the core). Call once, before serving.
+  void EnableAutotune(cache::Cache* cache);
 
   const HostCapabilities& capabilities() const { return capabilities_; }
 
@@ -71,6 +81,14 @@ class ServiceCore {
   absl::StatusOr<kiln::v1::EvictResponse> Evict(
       const kiln::v1::EvictRequest& request);
 
+  // Tunes one kernel (server/tuning/autotuner.h), calling `progress` for
+  // every event, the last carrying the result. "auto" targets resolve as
+  // for Compile. Unimplemented when EnableAutotune was not called; other
+  // errors as tuning::Autotuner::Tune.
+  absl::Status Autotune(
+      const kiln::v1::AutotuneRequest& request, const CallContext& call,
+      const std::function<void(const kiln::v1::AutotuneProgress&)>& progress);
+
   static constexpr int kMaxPrewarmBatch = 100000;
 
  private:
@@ -80,6 +98,7 @@ class ServiceCore {
   CompileEngine* const engine_;
   const HostCapabilities capabilities_;
   const absl::Time started_ = absl::Now();
+  std::unique_ptr<tuning::Autotuner> autotuner_;
 };
 
 }  // namespace kiln::server

@@ -19,6 +19,7 @@
 #include "absl/time/clock.h"
 #include "cache/bundle.h"
 #include "cache/cache_dir.h"
+#include "cache/entry.h"
 #include "cache/json.h"
 #include "cache/local_store.h"
 #include "cache/units.h"
@@ -28,6 +29,10 @@ namespace kiln::cli {
 namespace {
 
 namespace kc = ::kiln::cache;
+
+// The blob in which an autotuning result explains itself
+// (server/tuning/tuning_record.h).
+constexpr char kTuningTextBlob[] = "tuning.txt";
 
 struct Common {
   std::string dir = kc::DefaultCacheDirectory();
@@ -167,7 +172,10 @@ void RegisterLs(CLI::App* group) {
 void RegisterShow(CLI::App* group) {
   auto common = std::make_shared<Common>();
   auto key = std::make_shared<std::string>();
-  CLI::App* cmd = group->add_subcommand("show", "Describe one entry");
+  CLI::App* cmd = group->add_subcommand(
+      "show",
+      "Describe one entry (an autotuning result also says what it holds and "
+      "what its tuning key is made of)");
   cmd->add_option("KEY", *key, "Cache key (64 hex digits)")->required();
   AddCommon(cmd, common.get(), true);
   cmd->callback([common, key] {
@@ -177,8 +185,17 @@ void RegisterShow(CLI::App* group) {
     if (!info.ok()) Fail("show", info.status());
     if (common->json) {
       std::cout << kc::ToJson(*info) << "\n";
-    } else {
-      PrintEntry(*info);
+      return;
+    }
+    PrintEntry(*info);
+    // An autotuning result (kiln tune) explains itself in a text blob.
+    for (const kc::BlobInfo& b : info->blobs) {
+      if (b.name != kTuningTextBlob) continue;
+      absl::StatusOr<kc::Entry> entry = store->Get(digest, false);
+      if (!entry.ok()) Fail("show", entry.status());
+      if (const kc::Blob* text = entry->Find(kTuningTextBlob)) {
+        std::cout << "\n" << text->data;
+      }
     }
   });
 }

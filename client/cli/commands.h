@@ -31,6 +31,9 @@ void RegisterCacheCommands(CLI::App& app);  // `kiln cache`: cache_commands.cc
 // `kiln compile FILE`: compile one kernel offline (compile_command.cc).
 void RegisterCompileCommand(CLI::App& app);
 
+// `kiln tune FILE --shape ...`: autotune one kernel (tune_command.cc).
+void RegisterTuneCommand(CLI::App& app);
+
 }  // namespace kiln::cli
 
 #endif  // KILN_CLIENT_CLI_COMMANDS_H_

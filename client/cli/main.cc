@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   kiln::cli::RegisterStatusCommand(app);
   kiln::cli::RegisterCacheCommands(app);
   kiln::cli::RegisterCompileCommand(app);
+  kiln::cli::RegisterTuneCommand(app);
   // More command groups register here, one line each.
 
   try {

@@ -128,6 +128,27 @@ int main(int argc, char** argv) {
     kiln_kernel_free(fetched);
   }
 
+  /* Autotuning: the chosen bindings come back as JSON, then from the
+   * cache. */
+  kiln_binding tune_shape = {"N", 2048};
+  char* json = NULL;
+  CHECK(kiln_autotune(client, kScale, "scale", "cpu", &tune_shape, 1, NULL, 0, 0,
+                      0, 0, &json) == KILN_OK);
+  CHECK(json != NULL && strstr(json, "\"best\": {\"B\": ") != NULL);
+  CHECK(json != NULL && strstr(json, "\"cached\": false") != NULL);
+  kiln_string_free(json);
+  json = NULL;
+  CHECK(kiln_autotune(client, kScale, "scale", "cpu", &tune_shape, 1, NULL, 0, 0,
+                      0, 0, &json) == KILN_OK);
+  CHECK(json != NULL && strstr(json, "\"cached\": true") != NULL);
+  kiln_string_free(json);
+  json = NULL;
+  CHECK(kiln_autotune(client, kScale, "scale", "cpu", NULL, 0, NULL, 0, 0, 0,
+                      0, &json) == 3);
+  CHECK(strstr(kiln_last_error(), "no shape for symbol N") != NULL);
+  CHECK(json == NULL);
+  kiln_string_free(NULL);
+
   kiln_kernel_free(kernel);
   kiln_client_free(client);
   kiln_client_free(NULL);

@@ -80,6 +80,29 @@ int kiln_get_kernel(kiln_client* client, const char* key, kiln_kernel** out) {
   return 5;
 }
 
+int kiln_autotune(kiln_client* client, const char* ir_text,
+                  const char* kernel, const char* target,
+                  const kiln_binding* shape, size_t num_shape,
+                  const kiln_binding* fixed, size_t num_fixed,
+                  int max_candidates, int force, double timeout_seconds,
+                  char** out_json) {
+  (void)client;
+  (void)ir_text;
+  (void)shape;
+  (void)fixed;
+  (void)max_candidates;
+  (void)force;
+  (void)timeout_seconds;
+  (void)out_json;
+  snprintf(last_call, sizeof(last_call), "autotune %s %s %zu %zu",
+           kernel ? kernel : "(null)", target ? target : "(null)", num_shape,
+           num_fixed);
+  snprintf(last_error, sizeof(last_error), "the fake does not tune");
+  return 12;
+}
+
+void kiln_string_free(char* s) { free(s); }
+
 int kiln_kernel_from_parts(const void* binary, size_t binary_size,
                            const char* metadata, kiln_kernel** out) {
   (void)binary;

@@ -64,6 +64,12 @@ PROTOTYPES = {
     "kiln_kernel_binary": (c_size_t, [c_void_p, _P]),
     "kiln_kernel_launch": (c_int, [c_void_p, POINTER(KilnArg), c_size_t,
                                    c_void_p]),
+    # The daemon's autotuner (the JSON result is freed with kiln_string_free).
+    "kiln_autotune": (c_int, [c_void_p, c_char_p, c_char_p, c_char_p,
+                              POINTER(KilnBinding), c_size_t,
+                              POINTER(KilnBinding), c_size_t, c_int, c_int,
+                              c_double, POINTER(c_void_p)]),
+    "kiln_string_free": (None, [c_void_p]),
 }
 
 _lock = threading.Lock()

@@ -1,0 +1,71 @@
+#include "server/tuning/resource_check.h"
+
+#include <cstdint>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "runtime/kernel_metadata.h"
+
+namespace kiln::server::tuning {
+namespace {
+
+struct Limits {
+  int64_t shared_bytes;  // opt-in maximum per block
+  int64_t registers_per_thread = 255;
+  int64_t registers_per_block = 65536;
+  int64_t threads_per_block = 1024;
+};
+
+// Per architecture; false for the CPU and unknown targets.
+bool LimitsOf(const std::string& target, Limits* limits) {
+  if (absl::StartsWith(target, "sm_90")) {
+    *limits = {227 * 1024};
+  } else if (target == "sm_80" || target == "sm_87") {
+    *limits = {163 * 1024};
+  } else if (target == "sm_86" || target == "sm_89") {
+    *limits = {99 * 1024};
+  } else {
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string ResourceExcess(std::string_view metadata_text,
+                           const std::string& target) {
+  Limits limits;
+  if (!LimitsOf(target, &limits)) return "";
+  absl::StatusOr<runtime::KernelMetadata> m =
+      runtime::ParseKernelMetadata(metadata_text);
+  if (!m.ok()) {
+    return absl::StrCat("launch metadata does not parse: ",
+                        m.status().message());
+  }
+  const int64_t shared = m->shared_bytes + m->ptxas.static_shared_bytes;
+  if (shared > limits.shared_bytes) {
+    return absl::StrCat("needs ", shared, " bytes of shared memory per block; ",
+                        target, " allows ", limits.shared_bytes);
+  }
+  int64_t threads = 1;
+  for (const runtime::IntExpr& e : m->block) {
+    threads *= e.AsConstant().value_or(1);
+  }
+  if (threads > limits.threads_per_block) {
+    return absl::StrCat(threads, " threads per block; ", target, " allows ",
+                        limits.threads_per_block);
+  }
+  const int64_t regs = m->ptxas.registers;
+  if (regs > limits.registers_per_thread) {
+    return absl::StrCat("needs ", regs, " registers per thread; ", target,
+                        " allows ", limits.registers_per_thread);
+  }
+  if (regs > 0 && regs * threads > limits.registers_per_block) {
+    return absl::StrCat("needs ", regs * threads, " registers per block (",
+                        regs, " x ", threads, " threads); ", target, " allows ",
+                        limits.registers_per_block);
+  }
+  return "";
+}
+
+}  // namespace kiln::server::tuning
