@@ -6,10 +6,14 @@
 #ifndef KILN_RUNTIME_CUDA_CUDA_KERNEL_H_
 #define KILN_RUNTIME_CUDA_CUDA_KERNEL_H_
 
+#include <array>
 #include <memory>
 #include <string_view>
+#include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
 #include "runtime/cuda/cuda_driver.h"
 #include "runtime/kernel_metadata.h"
@@ -31,7 +35,10 @@ class CudaKernel {
       std::string_view cubin, std::string_view metadata_text, int ordinal = 0);
 
   // Binds `args` (tensors carry device pointers) and enqueues the kernel on
-  // `stream` (nullptr: the legacy default stream). Returns once enqueued;
+  // `stream` (nullptr: the legacy default stream). A launch whose arguments
+  // have the same dtypes, shapes, strides and scalar values as the last
+  // successful one reuses its binding (grid, symbols): only the pointers
+  // are new, so the checks are not repeated. Returns once enqueued;
   // InvalidArgument for any argument mismatch (nothing is launched), and
   // the driver's error when the launch is refused. The grid may be empty
   // (a zero dim): nothing is launched.
@@ -44,8 +51,21 @@ class CudaKernel {
  private:
   CudaKernel(const Driver* d, KernelMetadata md)
       : driver_(d), metadata_(std::move(md)) {}
+  // What the last successful launch bound (its arguments without data).
+  struct Bound {
+    std::vector<ArgValue> args;
+    std::array<unsigned, 3> grid;
+    std::array<unsigned, 3> block;
+    std::vector<long long> symbols;
+  };
+  // Enqueues with `bound`'s grid and symbols and `args`' pointers.
+  absl::Status Enqueue(const Bound& bound, absl::Span<const ArgValue> args,
+                       CUstream stream) const;
+
   const Driver* driver_;
   KernelMetadata metadata_;
+  mutable absl::Mutex bound_mu_;
+  mutable std::shared_ptr<const Bound> bound_ ABSL_GUARDED_BY(bound_mu_);
   CUmodule module_ = nullptr;
   CUfunction function_ = nullptr;
 };

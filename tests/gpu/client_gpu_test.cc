@@ -67,6 +67,9 @@ TEST(ClientGpuTest, CompilesThroughKilndAndLaunchesTheGemm) {
 
   std::mt19937 rng(std::random_device{}());
   for (auto [m, n, k] : {std::array<int64_t, 3>{512, 256, 128},
+                         std::array<int64_t, 3>{333, 517, 200},
+                         // The same shape again, new buffers: the launch
+                         // reuses the last binding (only pointers change).
                          std::array<int64_t, 3>{333, 517, 200}}) {
     std::normal_distribution<float> dist;
     std::vector<uint16_t> a(m * k), b(k * n), c(m * n, 0x7e00);  // NaN
@@ -110,6 +113,14 @@ TEST(ClientGpuTest, CompilesThroughKilndAndLaunchesTheGemm) {
       }
     }
     EXPECT_EQ(bad, 0) << m << "x" << n << "x" << k << ": worst error " << worst;
+    // Same shapes with a null pointer: refused, naming the parameter.
+    absl::Status null_launch = kernel->Launch(
+        {ArgValue::Tensor(nullptr, runtime::DType::kF16, {m, k}),
+         ArgValue::Tensor(db->data(), runtime::DType::kF16, {k, n}),
+         ArgValue::Tensor(dc->data(), runtime::DType::kF16, {m, n})},
+        nullptr);
+    EXPECT_EQ(null_launch.code(), absl::StatusCode::kInvalidArgument)
+        << null_launch;
     std::cout << "gemm " << m << "x" << n << "x" << k << " through kilnd on "
               << kernel->target() << ": worst abs error " << worst << "\n";
   }

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <ostream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -46,6 +47,11 @@ struct Case {
   std::string label;  // extra text for the test name
   bool sm90_only = false;
 };
+
+// How gtest (and ctest's listing) shows a case: file and kernel, not bytes.
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.file << ":" << c.kernel << (c.label.empty() ? "" : " ") << c.label;
+}
 
 std::vector<Case> Cases() {
   const double kScale = 1.0 / std::sqrt(128.0);

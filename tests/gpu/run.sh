@@ -26,4 +26,13 @@ if command -v client_gpu_tests >/dev/null && command -v kilnd >/dev/null; then
   grep -E "^gpu |^gemm |Failure|Skipped|^\[  (PASSED|FAILED|SKIPPED) " "$log.client" | head -20
   [ "$client_rc" -eq 0 ] || rc=$client_rc
 fi
+
+# The Python package against torch on CUDA (when libkiln is bundled and
+# python3 has torch).
+lib=$(ls /tmp/gpu-bundle/lib*/libkiln.so* 2>/dev/null | head -1)
+if [ -n "$lib" ] && python3 -c "import torch, pytest" 2>/dev/null; then
+  KILN_LIBRARY="$lib" python3 -m pytest tests/gpu/test_python_gpu.py -q \
+    -p no:cacheprovider -rs 2>&1 | tail -8
+  [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+fi
 exit $rc

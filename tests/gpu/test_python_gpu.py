@@ -1,0 +1,89 @@
+"""The Python package on the GPU (tests/gpu/run.sh, where python3 has torch):
+the GEMM, FlashAttention forward, softmax and RMSNorm kernels of
+tests/python/kernels.py compiled for CUDA through libkiln (embedded mode)
+and checked against torch on fresh random data with ragged shapes. Skipped,
+saying why, without torch, a CUDA device or libkiln."""
+
+import os
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "client", "python"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "python"))
+
+torch = pytest.importorskip("torch", reason="torch not installed")
+if not torch.cuda.is_available():
+    pytest.skip("torch has no CUDA device", allow_module_level=True)
+
+import kiln.language as T  # noqa: E402
+from kiln import _capi  # noqa: E402
+
+import kernels  # noqa: E402
+
+if _capi.library_path() is None:
+    pytest.skip("libkiln not found: set KILN_LIBRARY", allow_module_level=True)
+
+M, N, K = T.symbolic("M"), T.symbolic("N"), T.symbolic("K")
+gen = torch.Generator(device="cuda")
+gen.seed()
+print(f"torch seed {gen.initial_seed()}")
+
+
+def randn(*shape, dtype=torch.float16):
+    return torch.randn(*shape, device="cuda", dtype=dtype, generator=gen)
+
+
+@pytest.mark.parametrize("shape", [(512, 256, 128), (333, 517, 200)])
+def test_gemm(shape):
+    m, n, k = shape
+    kernel = kernels.matmul(M, N, K, 128, 128, 32)
+    a, b = randn(m, k), randn(k, n)
+    c = kernel(a, b)
+    torch.cuda.synchronize()
+    assert c.is_cuda and c.shape == (m, n)
+    torch.testing.assert_close(c.float(), a.float() @ b.float(), rtol=2e-2,
+                               atol=5e-2)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_flash_attention_forward(causal):
+    batch, heads, dim, seq = 2, 4, 64, 333
+    kernel = kernels.flashattn(batch, heads, seq, dim, causal)
+    q, k, v = (randn(batch, seq, heads, dim) for _ in range(3))
+    out = kernel(q, k, v)
+    ref = torch.nn.functional.scaled_dot_product_attention(
+        q.transpose(1, 2).float(), k.transpose(1, 2).float(),
+        v.transpose(1, 2).float(), is_causal=causal).transpose(1, 2)
+    torch.testing.assert_close(out.float(), ref, rtol=2e-2, atol=5e-3)
+
+
+def test_softmax():
+    kernel = kernels.softmax(M, N)
+    x = randn(27, 777) * 3
+    torch.testing.assert_close(kernel(x).float(),
+                               torch.softmax(x.float(), dim=1), rtol=1e-2,
+                               atol=1e-4)
+
+
+def test_rms_norm():
+    kernel = kernels.rms_norm(M, N, dtype="bfloat16")
+    x, w = randn(13, 1111, dtype=torch.bfloat16), randn(1111,
+                                                        dtype=torch.bfloat16)
+    xf = x.float()
+    ref = xf * torch.rsqrt(xf.pow(2).mean(1, keepdim=True) + 1e-6) * w.float()
+    torch.testing.assert_close(kernel(x, w).float(), ref, rtol=2e-2,
+                               atol=2e-2)
+
+
+def test_launches_on_the_current_stream():
+    kernel = kernels.scale_add()
+    x, bias = randn(10000, dtype=torch.float32), randn(4, dtype=torch.float32)
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):
+        y = kernel(x, bias, 2.0)
+    stream.synchronize()
+    idx = torch.arange(10000, device="cuda") % 4
+    torch.testing.assert_close(y, 2.0 * x + bias[idx])
