@@ -18,6 +18,7 @@ torch = pytest.importorskip("torch", reason="torch not installed")
 if not torch.cuda.is_available():
     pytest.skip("torch has no CUDA device", allow_module_level=True)
 
+import kiln  # noqa: E402
 import kiln.language as T  # noqa: E402
 from kiln import _capi  # noqa: E402
 
@@ -87,3 +88,19 @@ def test_launches_on_the_current_stream():
     stream.synchronize()
     idx = torch.arange(10000, device="cuda") % 4
     torch.testing.assert_close(y, 2.0 * x + bias[idx])
+
+
+def test_repeated_calls_reuse_the_checked_launch():
+    """A call like the last one takes the fast path (only pointers change);
+    a different shape, dtype or scalar takes the full path again."""
+    kernel = kernels.scale_add()
+    bias = randn(4, dtype=torch.float32)
+    for n, alpha in [(5000, 2.0), (5000, 2.0), (5000, 2.0), (777, 2.0),
+                     (777, -1.5), (5000, 2.0)]:
+        x = randn(n, dtype=torch.float32)
+        y = kernel(x, bias, alpha)
+        idx = torch.arange(n, device="cuda") % 4
+        torch.testing.assert_close(y, alpha * x + bias[idx])
+    assert kernel._fast is not None
+    with pytest.raises(kiln.KilnArgumentError, match="expected dtype"):
+        kernel(randn(5000, dtype=torch.float16), bias, 2.0)
