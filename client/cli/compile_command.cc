@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "client/cli/bindings.h"
 #include "client/cli/commands.h"
 #include "client/cli/daemon_compile.h"
 #include "client/cli/source_file.h"
@@ -29,33 +30,6 @@ struct CompileArgs {
   std::string daemon;  // compile through this kilnd
   bool local = false;  // never through a daemon
 };
-
-// NAME=VALUE pairs of -D; exits with a usage error on a malformed one.
-std::map<std::string, int64_t> ParseDefines(
-    const std::vector<std::string>& ds) {
-  std::map<std::string, int64_t> out;
-  for (const std::string& d : ds) {
-    size_t eq = d.find('=');
-    size_t used = 0;
-    int64_t value = 0;
-    bool ok = eq != std::string::npos && eq > 0 && eq + 1 < d.size();
-    if (ok) {
-      try {
-        value = std::stoll(d.substr(eq + 1), &used, 0);
-      } catch (const std::exception&) {
-        ok = false;
-      }
-      ok = ok && used == d.size() - eq - 1;
-    }
-    if (!ok) {
-      std::cerr << "kiln compile: error: -D expects NAME=INTEGER, got '" << d
-                << "'\n";
-      Exit(kExitUsage);
-    }
-    out[d.substr(0, eq)] = value;
-  }
-  return out;
-}
 
 void PrintSummary(const compiler::CompiledKernel& k) {
   std::cout << "kernel   " << k.name << "\n"
@@ -98,15 +72,15 @@ void Run(const CompileArgs& args) {
     if (std::unique_ptr<client::Client> daemon =
             DaemonForCompile(args.daemon)) {
       CompileThroughDaemon(*daemon, *text, args.file, args.kernel, args.target,
-                           ParseDefines(args.defines), args.emit == "metadata",
-                           args.output);
+                           ParseBindings(args.defines, "kiln compile", "-D"),
+                           args.emit == "metadata", args.output);
       return;
     }
   }
   compiler::CompileOptions options;
   options.target = args.target;
   options.kernel = args.kernel;
-  options.bindings = ParseDefines(args.defines);
+  options.bindings = ParseBindings(args.defines, "kiln compile", "-D");
   options.print_ir_after_all = args.print_ir_after_all;
   options.filename = args.file;
   options.keep_ptx = args.emit == "ptx";

@@ -16,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "client/cli/bindings.h"
 #include "client/cli/commands.h"
 #include "client/cli/daemon_compile.h"
 #include "client/cli/source_file.h"
@@ -42,36 +43,6 @@ struct TuneArgs {
   std::string daemon;
   bool local = false;
 };
-
-// NAME=INTEGER items, each argument possibly a comma-separated list.
-std::map<std::string, int64_t> ParseBindings(
-    const std::vector<std::string>& items, const char* flag) {
-  std::map<std::string, int64_t> out;
-  for (const std::string& arg : items) {
-    for (absl::string_view item : absl::StrSplit(arg, ',', absl::SkipEmpty())) {
-      const std::string d(item);
-      const size_t eq = d.find('=');
-      size_t used = 0;
-      int64_t value = 0;
-      bool ok = eq != std::string::npos && eq > 0 && eq + 1 < d.size();
-      if (ok) {
-        try {
-          value = std::stoll(d.substr(eq + 1), &used, 0);
-        } catch (const std::exception&) {
-          ok = false;
-        }
-        ok = ok && used == d.size() - eq - 1;
-      }
-      if (!ok) {
-        std::cerr << "kiln tune: error: " << flag
-                  << " expects NAME=INTEGER, got '" << d << "'\n";
-        Exit(kExitUsage);
-      }
-      out[d.substr(0, eq)] = value;
-    }
-  }
-  return out;
-}
 
 // Progress on stderr: one line rewritten in place on a terminal, one line
 // per event otherwise.
@@ -127,10 +98,12 @@ void Run(const TuneArgs& args) {
   request.set_kernel(args.kernel);
   request.set_target(args.target);
   request.set_filename(args.file);
-  for (const auto& [name, value] : ParseBindings(args.shapes, "--shape")) {
+  for (const auto& [name, value] :
+       ParseBindings(args.shapes, "kiln tune", "--shape")) {
     (*request.mutable_shape())[name] = value;
   }
-  for (const auto& [name, value] : ParseBindings(args.defines, "-D")) {
+  for (const auto& [name, value] :
+       ParseBindings(args.defines, "kiln tune", "-D")) {
     (*request.mutable_fixed_bindings())[name] = value;
   }
   kiln::v1::AutotuneOptions* options = request.mutable_options();

@@ -256,5 +256,24 @@ TEST(CliTest, CompileThroughAnUnreachableDaemonFails) {
   EXPECT_THAT(result.err, HasSubstr("none.sock"));
 }
 
+TEST(CliTest, BindingsAreNameEqualsIntegerLists) {
+  testing::TempDir dir;
+  testing::WriteFile(dir.File("scale.tile"), ::kiln::testing::kScaleKernel);
+  // A comma-separated list binds several at once; 0x40 is 64.
+  testing::RunResult ok =
+      Kiln({"compile", dir.File("scale.tile"), "-D", "B=0x40,N=100", "--local",
+            "--emit", "metadata"});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_THAT(ok.out, HasSubstr("grid 2 1 1"));
+  for (const char* bad : {"B=x", "B", "=64", "B=64junk"}) {
+    testing::RunResult r =
+        Kiln({"compile", dir.File("scale.tile"), "-D", bad, "--local"});
+    EXPECT_EQ(r.exit_code, 2) << bad;
+    EXPECT_THAT(r.err, HasSubstr("kiln compile: error: -D expects "
+                                 "NAME=INTEGER, got '" +
+                                 std::string(bad) + "'"));
+  }
+}
+
 }  // namespace
 }  // namespace kiln::cli
