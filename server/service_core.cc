@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "cache/digest.h"
 #include "server/tuning/autotuner.h"
 
 namespace kiln::server {
@@ -270,9 +271,10 @@ absl::StatusOr<kiln::v1::ListKernelsResponse> ServiceCore::ListKernels(
 
 absl::StatusOr<kiln::v1::EvictResponse> ServiceCore::Evict(
     const kiln::v1::EvictRequest& request) {
-  // Check every key first: a malformed one evicts nothing.
+  // Check every key first (no I/O): a malformed one evicts nothing.
   for (const std::string& key : request.keys()) {
-    if (absl::Status status = engine_->Lookup(key).status(); !status.ok()) {
+    if (absl::Status status = cache::Digest::Parse(key).status();
+        !status.ok()) {
       return status;
     }
   }
