@@ -11,10 +11,12 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "client/client.h"
 #include "client/embedded.h"
 #include "client/kernel.h"
 #include "client/kiln.h"
+#include "google/protobuf/util/json_util.h"
 #include "runtime/kernel_metadata.h"
 
 struct kiln_client {
@@ -191,15 +193,21 @@ void kiln_kernel_free(kiln_kernel* kernel) { delete kernel; }
 int kiln_autotune(kiln_client* client, const char* ir_text, const char* kernel,
                   const char* target, const kiln_binding* shape,
                   size_t num_shape, const kiln_binding* fixed, size_t num_fixed,
+                  const char* const* config_names, size_t num_config_names,
+                  const int64_t* config_values, size_t num_configs,
                   int max_candidates, int force, double timeout_seconds,
                   char** out_json) {
   return Guarded([&] {
     if (client == nullptr || ir_text == nullptr || out_json == nullptr ||
         (shape == nullptr && num_shape > 0) ||
-        (fixed == nullptr && num_fixed > 0)) {
+        (fixed == nullptr && num_fixed > 0) ||
+        (num_configs > 0 &&
+         (config_names == nullptr || config_values == nullptr ||
+          num_config_names == 0))) {
       return Fail(absl::StatusCode::kInvalidArgument,
                   "kiln_autotune: client, ir_text and out_json must not be "
-                  "NULL");
+                  "NULL, nor shape, fixed, config_names or config_values "
+                  "when their counts are not 0");
     }
     kiln::v1::AutotuneRequest request;
     request.set_ir_text(ir_text);
@@ -209,6 +217,17 @@ int kiln_autotune(kiln_client* client, const char* ir_text, const char* kernel,
         !CopyBindings("fixed binding", fixed, num_fixed,
                       request.mutable_fixed_bindings())) {
       return static_cast<int>(absl::StatusCode::kInvalidArgument);
+    }
+    for (size_t i = 0; i < num_configs; ++i) {
+      auto* config = request.add_configs()->mutable_bindings();
+      for (size_t j = 0; j < num_config_names; ++j) {
+        if (config_names[j] == nullptr) {
+          return Fail(
+              absl::StatusCode::kInvalidArgument,
+              absl::StrCat("kiln_autotune: config name ", j, " is NULL"));
+        }
+        (*config)[config_names[j]] = config_values[i * num_config_names + j];
+      }
     }
     request.mutable_options()->set_max_candidates(std::max(0, max_candidates));
     request.mutable_options()->set_force(force != 0);
@@ -226,6 +245,20 @@ int kiln_autotune(kiln_client* client, const char* ir_text, const char* kernel,
     for (const auto& c : result->candidates()) {
       ran += c.status() == kiln::v1::CANDIDATE_STATUS_BENCHMARKED;
     }
+    std::vector<std::string> excluded;
+    for (const std::string& e : result->excluded_configs()) {
+      excluded.push_back(JsonString(e));
+    }
+    std::string full;
+    google::protobuf::util::JsonPrintOptions print;
+    print.preserve_proto_field_names = true;
+    if (auto s =
+            google::protobuf::util::MessageToJsonString(*result, &full, print);
+        !s.ok()) {
+      return Fail(absl::StatusCode::kInternal,
+                  "kiln_autotune: cannot write the result as JSON: " +
+                      std::string(s.message()));
+    }
     const std::string json = absl::StrCat(
         "{\"tuning_key\": ", JsonString(result->tuning_key()),
         ", \"cached\": ", result->cached() ? "true" : "false",
@@ -236,7 +269,8 @@ int kiln_autotune(kiln_client* client, const char* ir_text, const char* kernel,
         ", \"best_median_us\": ",
         absl::StrFormat("%.3f", result->best_median_us()),
         ", \"candidates\": ", result->candidates_size(), ", \"ran\": ", ran,
-        "}");
+        ", \"excluded\": [", absl::StrJoin(excluded, ", "),
+        "], \"result\": ", full, "}");
     char* copy = static_cast<char*>(std::malloc(json.size() + 1));
     if (copy == nullptr) {
       return Fail(absl::StatusCode::kResourceExhausted, "out of memory");

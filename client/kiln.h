@@ -128,22 +128,32 @@ KILN_API int kiln_kernel_launch(const kiln_kernel* kernel, const kiln_arg* args,
 /* Autotunes `kernel` of `ir_text` for `target` (NULL means "auto") at the
  * problem shape `shape` (a value for every symbol of the kernel; results are
  * stored for the shape's power-of-two bucket), with `fixed` symbols or
- * tunables fixed. `max_candidates` <= 0 means the default (256); `force`
- * non-zero tunes again even when a result is stored; `timeout_seconds` <= 0
- * means no deadline. On success `*out_json` is a JSON object to free with
- * kiln_string_free:
+ * tunables fixed. With num_configs > 0 only those configurations are
+ * candidates, in that order: config i binds tunable config_names[j] to
+ * config_values[i * num_config_names + j] (configs breaking the kernel's
+ * constraints are left out and listed in "excluded"). `max_candidates` <= 0
+ * means the default (256); `force` non-zero tunes again even when a result
+ * is stored; `timeout_seconds` <= 0 means no deadline. On success
+ * `*out_json` is a JSON object to free with kiln_string_free:
  *   {"tuning_key": "<64 hex>", "cached": false, "kernel": "gemm",
- *    "target": "cpu", "best": {"BM": 64, "BN": 128}, "best_label":
- *    "BM=64,BN=128", "best_kernel_key": "<64 hex>", "best_median_us": 812.5,
- *    "candidates": 39, "ran": 37}
- * Compile the chosen kernel with kiln_compile and the "best" bindings (it is
- * cached: a hit). Errors as kiln_compile, and 9 (failed precondition) when
- * the target has no device where the tuning runs or no candidate ran
- * correctly. */
+ *    "target": "cpu", "best": {"BM": 64, "BN": 128},
+ *    "best_label": "BM=64,BN=128", "best_kernel_key": "<64 hex>",
+ *    "best_median_us": 812.5, "candidates": 39, "ran": 37,
+ *    "excluded": ["BM=48,BN=64: ..."], "result": {...}}
+ * where "result" is the whole AutotuneResult of proto/kiln.proto in
+ * protobuf's JSON mapping with the proto field names (every candidate with
+ * its status, reason and timings; 64-bit integers as strings). Compile the
+ * chosen kernel with kiln_compile and the "best" bindings (it is cached: a
+ * hit). Errors as kiln_compile, and 9 (failed
+ * precondition) when the target has no device where the tuning runs or no
+ * candidate ran correctly. */
 KILN_API int kiln_autotune(kiln_client* client, const char* ir_text,
                            const char* kernel, const char* target,
                            const kiln_binding* shape, size_t num_shape,
                            const kiln_binding* fixed, size_t num_fixed,
+                           const char* const* config_names,
+                           size_t num_config_names,
+                           const int64_t* config_values, size_t num_configs,
                            int max_candidates, int force,
                            double timeout_seconds, char** out_json);
 

@@ -56,15 +56,15 @@ absl::StatusOr<std::string> Toolchain(const std::string& target) {
              "sm_90a"));
 }
 
-std::string KeyOf(const Kernel& k, const CompileOptions& options,
-                  const std::string& toolchain) {
+std::string KeyTextOf(const Kernel& k, const CompileOptions& options,
+                      const std::string& toolchain) {
   std::string text = StrCat("kiln-binary-key-v1\nkernel ", KernelHash(k),
                             "\ntarget ", options.target, "\ntoolchain ",
                             toolchain, "\ncompiler ", CompilerVersion(), "\n");
   for (const auto& [name, value] : options.bindings) {
     StrAppend(&text, "bind ", name, "=", value, "\n");
   }
-  return Sha256Hex(text);
+  return text;
 }
 
 // A pipeline error as `FILE:LINE:COL: error: MESSAGE (kernel K, pass P)`.
@@ -98,13 +98,20 @@ absl::Status PassError(const absl::Status& st, const std::string& file,
 
 std::string_view CompilerVersion() { return "kiln-0.1.0"; }
 
-absl::StatusOr<std::string> BinaryKey(std::string_view source,
-                                      const CompileOptions& options) {
+absl::StatusOr<std::string> BinaryKeyText(std::string_view source,
+                                          const CompileOptions& options) {
   auto kernel = FrontEnd(source, options);
   if (!kernel.ok()) return kernel.status();
   auto toolchain = Toolchain(options.target);
   if (!toolchain.ok()) return toolchain.status();
-  return KeyOf(*kernel, options, *toolchain);
+  return KeyTextOf(*kernel, options, *toolchain);
+}
+
+absl::StatusOr<std::string> BinaryKey(std::string_view source,
+                                      const CompileOptions& options) {
+  auto text = BinaryKeyText(source, options);
+  if (!text.ok()) return text.status();
+  return Sha256Hex(*text);
 }
 
 absl::StatusOr<CompiledKernel> Compile(std::string_view source,
@@ -120,7 +127,8 @@ absl::StatusOr<CompiledKernel> Compile(std::string_view source,
   if (!kernel.ok()) return kernel.status();
   out.timings.parse_verify_ms = MsSince(start);
   out.name = kernel->name;
-  out.key = KeyOf(*kernel, options, out.toolchain);
+  out.key_text = KeyTextOf(*kernel, options, out.toolchain);
+  out.key = Sha256Hex(out.key_text);
 
   const auto passes_start = Clock::now();
   Prover prover;

@@ -42,6 +42,7 @@ struct CompiledKernel {
   // Binary key: SHA-256 over the kernel's canonical hash, the bindings, the
   // target, the toolchain identity and the compiler version (hex).
   std::string key;
+  std::string key_text;    // what the key hashes (BinaryKeyText)
   std::string binary;      // CPU: an ELF shared object
   std::string metadata;    // launch metadata (compiler/docs/kernel-handle.md)
   std::string lowered_ir;  // the kernel after the last pass
@@ -68,6 +69,18 @@ absl::StatusOr<CompiledKernel> Compile(std::string_view source,
 // only): for cache lookups before compiling.
 absl::StatusOr<std::string> BinaryKey(std::string_view source,
                                       const CompileOptions& options);
+
+// The text the binary key is the SHA-256 (hex) of, one component per line:
+//   kiln-binary-key-v1
+//   kernel <canonical hash of the kernel>
+//   target <target>
+//   toolchain <toolchain identity>
+//   compiler <compiler version>
+//   bind NAME=VALUE   (each binding, sorted by name)
+// Stored beside each binary (the "key.txt" blob) so that `kiln cache explain`
+// can say which component made a lookup miss.
+absl::StatusOr<std::string> BinaryKeyText(std::string_view source,
+                                          const CompileOptions& options);
 
 // The compiler's version, part of every key.
 std::string_view CompilerVersion();

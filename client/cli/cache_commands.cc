@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "cache/bundle.h"
 #include "cache/cache_dir.h"
@@ -33,6 +34,9 @@ namespace kc = ::kiln::cache;
 // The blob in which an autotuning result explains itself
 // (server/tuning/tuning_record.h).
 constexpr char kTuningTextBlob[] = "tuning.txt";
+// The text a key hashes, stored with compiled kernels and tuning results
+// (server/engine/compile_engine.h).
+constexpr char kKeyTextBlob[] = "key.txt";
 
 struct Common {
   std::string dir = kc::DefaultCacheDirectory();
@@ -188,14 +192,19 @@ void RegisterShow(CLI::App* group) {
       return;
     }
     PrintEntry(*info);
-    // An autotuning result (kiln tune) explains itself in a text blob.
-    for (const kc::BlobInfo& b : info->blobs) {
-      if (b.name != kTuningTextBlob) continue;
-      absl::StatusOr<kc::Entry> entry = store->Get(digest, false);
-      if (!entry.ok()) Fail("show", entry.status());
-      if (const kc::Blob* text = entry->Find(kTuningTextBlob)) {
-        std::cout << "\n" << text->data;
+    // An autotuning result (kiln tune) explains itself in a text blob; a
+    // compiled kernel keeps the text its binary key hashes.
+    absl::StatusOr<kc::Entry> entry = store->Get(digest, false);
+    if (!entry.ok()) Fail("show", entry.status());
+    if (const kc::Blob* text = entry->Find(kTuningTextBlob)) {
+      std::cout << "\n" << text->data;
+    } else if (const kc::Blob* key = entry->Find(kKeyTextBlob)) {
+      std::cout << "\nbinary key   " << digest.hex() << "\n  = SHA-256 of:\n";
+      for (absl::string_view line : absl::StrSplit(key->data, '\n')) {
+        if (!line.empty()) std::cout << "    " << line << "\n";
       }
+      std::cout << "(kiln cache explain FILE --target ... -D ... says why a "
+                   "request would miss it)\n";
     }
   });
 }

@@ -27,6 +27,9 @@ void RegisterIrCommands(CLI::App& app);
 // `kiln status`: is a daemon running, and what can it do (status_command.cc).
 void RegisterStatusCommand(CLI::App& app);
 void RegisterCacheCommands(CLI::App& app);  // `kiln cache`: cache_commands.cc
+// `kiln cache explain FILE`: hit or miss, and why (explain_command.cc); added
+// to the `kiln cache` group.
+void RegisterCacheExplain(CLI::App* cache_group);
 
 // `kiln compile FILE`: compile one kernel offline (compile_command.cc).
 void RegisterCompileCommand(CLI::App& app);

@@ -163,6 +163,7 @@ void Run(const TuneArgs& args) {
                                              : result->best_label())
             << absl::StrFormat("  (median %.1f us)", result->best_median_us())
             << "\n"
+            << "checked     outputs against " << result->reference() << "\n"
             << "kernel key  " << result->best_kernel_key() << "\n"
             << "tuning key  " << result->tuning_key() << "\n";
 }

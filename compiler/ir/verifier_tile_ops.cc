@@ -102,7 +102,10 @@ std::optional<RegionInfo> KernelVerifier::CheckRegion(const Region& region,
       Report(s.extent.loc, StrCat("slice extent ", *extent, " of '",
                                   region.name, "' must be positive"));
       out.shape_known = false;
-    } else if (extent && dim && *extent > *dim) {
+    } else if (extent && dim && *extent > *dim && !is_tensor) {
+      // A tensor region may be larger than a constant dim (a block tile
+      // over a small tensor): the overhang is out of range, as at a
+      // ragged edge.
       Report(s.extent.loc,
              StrCat("slice extent ", *extent, " exceeds the size", where()));
       out.shape_known = false;

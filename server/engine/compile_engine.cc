@@ -415,7 +415,8 @@ void CompileEngine::RunFlight(std::shared_ptr<Flight> flight) {
                        "\ntoolchain ", compiled->toolchain);
       data.blobs = {{kBinaryBlob, h.binary},
                     {kMetadataBlob, h.metadata},
-                    {kCompileLogBlob, h.compile_log}};
+                    {kCompileLogBlob, h.compile_log},
+                    {kKeyTextBlob, compiled->key_text}};
       absl::Status put = cache_->Put(flight->digest, data);
       if (!put.ok()) {
         // The kernel is good; only later requests lose the cache.

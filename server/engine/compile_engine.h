@@ -74,6 +74,9 @@ struct KernelHandle {
 inline constexpr char kBinaryBlob[] = "binary";
 inline constexpr char kMetadataBlob[] = "metadata";
 inline constexpr char kCompileLogBlob[] = "compile.log";
+// The text the entry's key hashes (compiler::BinaryKeyText), for `kiln cache
+// show` and `kiln cache explain`.
+inline constexpr char kKeyTextBlob[] = "key.txt";
 
 struct CompileEngineOptions {
   // Threads compiling (bounded pool); at least 1.

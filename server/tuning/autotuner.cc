@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
+#include <set>
 #include <thread>
 #include <utility>
 
@@ -111,6 +113,39 @@ absl::StatusOr<Autotuner::Device*> Autotuner::DeviceFor(
   return device.get();
 }
 
+absl::StatusOr<kiln::bench::v1::BenchReply> Autotuner::CpuReference(
+    const CompileRequest& request, const kiln::bench::v1::BenchRequest& bench,
+    Device* held, const std::string& worker_path, absl::Duration limit,
+    const Call& call) {
+  absl::StatusOr<KernelHandle> handle = engine_->Compile(request);
+  if (!handle.ok()) return handle.status();
+  absl::StatusOr<Device*> cpu = DeviceFor("cpu");
+  if (!cpu.ok()) return cpu.status();
+  // The caller holds its device's lock; a CPU tuning holds the CPU's.
+  std::optional<absl::MutexLock> lock;
+  if (*cpu != held) lock.emplace(&(*cpu)->mu);
+  if ((*cpu)->worker == nullptr) {
+    (*cpu)->worker = std::make_unique<WorkerProcess>(worker_path, "cpu",
+                                                     options_.allow_faults);
+  }
+  kiln::bench::v1::BenchRequest run = bench;
+  run.set_label("cpu-reference");
+  run.set_binary(handle->binary);
+  run.set_metadata(handle->metadata);
+  run.set_return_outputs(true);
+  run.set_fault("");
+  run.set_warmup_runs(0);
+  run.set_min_runs(1);
+  run.set_max_runs(1);
+  run.set_min_time_ms(0);
+  absl::StatusOr<kiln::bench::v1::BenchReply> reply =
+      (*cpu)->worker->Call(run, limit, call.cancelled);
+  if (reply.ok() && !reply->error().empty()) {
+    return absl::InternalError(reply->error());
+  }
+  return reply;
+}
+
 absl::Status Autotuner::Tune(
     const AutotuneRequest& request, const Call& call,
     const std::function<void(const AutotuneProgress&)>& progress) {
@@ -148,7 +183,10 @@ absl::Status Autotuner::Tune(
     event.clear_candidate();
   };
 
-  // A stored result whose choice is in today's space answers at once.
+  // A stored result answers at once when it considered every candidate of
+  // today's space (so its choice is also today's best) and its choice is
+  // in today's space. A result tuned over fewer configs is not reused for
+  // a wider space.
   if (!opt.force()) {
     absl::StatusOr<cache::Entry> entry = cache_->Get(*digest);
     if (entry.ok()) {
@@ -157,8 +195,19 @@ absl::Status Autotuner::Tune(
       if (blob != nullptr && stored.ParseFromString(blob->data)) {
         compiler::TunableValues best(stored.best_bindings().begin(),
                                      stored.best_bindings().end());
-        if (std::find(space.begin(), space.end(), best) != space.end()) {
+        std::set<compiler::TunableValues> considered;
+        for (const auto& c : stored.candidates()) {
+          considered.emplace(c.bindings().begin(), c.bindings().end());
+        }
+        const bool covers = std::all_of(space.begin(), space.end(),
+                                        [&](const compiler::TunableValues& v) {
+                                          return considered.count(v) > 0;
+                                        });
+        if (covers &&
+            std::find(space.begin(), space.end(), best) != space.end()) {
           stored.set_cached(true);
+          stored.mutable_excluded_configs()->Assign(
+              plan->excluded_configs.begin(), plan->excluded_configs.end());
           *event.mutable_result() = std::move(stored);
           emit(AutotuneProgress::EVENT_CACHED,
                absl::StrCat("cached: ", event.result().best_label(),
@@ -180,6 +229,8 @@ absl::Status Autotuner::Tune(
   result.mutable_shape_bucket()->insert(parts.bucket.begin(),
                                         parts.bucket.end());
   result.mutable_fixed_bindings()->insert(fixed.begin(), fixed.end());
+  result.mutable_excluded_configs()->Assign(plan->excluded_configs.begin(),
+                                            plan->excluded_configs.end());
   for (size_t i = 0; i < space.size(); ++i) {
     CandidateResult* c = result.add_candidates();
     c->set_index(static_cast<int32_t>(i));
@@ -266,6 +317,29 @@ absl::Status Autotuner::Tune(
   if (absl::Status s = stopped(); !s.ok()) return s;
   if (!call_error.ok()) return call_error;
 
+  // Spilling candidates are pruned when some candidate does not spill (a
+  // kernel that spills is almost never the fastest, and measuring it costs
+  // time); when all spill, all are measured.
+  std::vector<std::string> spills(space.size());
+  bool some_fit = false;
+  for (size_t i = 0; i < space.size(); ++i) {
+    if (result.candidates(static_cast<int>(i)).status() !=
+        kiln::v1::CANDIDATE_STATUS_COMPILED) {
+      continue;
+    }
+    spills[i] = SpillReport(handles[i].metadata);
+    some_fit = some_fit || spills[i].empty();
+  }
+  for (size_t i = 0; i < space.size() && some_fit; ++i) {
+    if (spills[i].empty()) continue;
+    CandidateResult* c = result.mutable_candidates(static_cast<int>(i));
+    c->set_status(kiln::v1::CANDIDATE_STATUS_PRUNED);
+    c->set_reason(spills[i]);
+    *event.mutable_candidate() = *c;
+    emit(AutotuneProgress::EVENT_PRUNED,
+         absl::StrCat("pruned ", c->label(), ": ", c->reason()));
+  }
+
   // Benchmark, one candidate at a time in the device's worker.
   absl::StatusOr<std::string> worker_path =
       options_.worker_path.empty()
@@ -329,6 +403,42 @@ absl::Status Autotuner::Tune(
   google::protobuf::RepeatedPtrField<kiln::bench::v1::Tensor> reference;
   std::string reference_label;
   bool have_reference = false;
+
+  // At small shapes a GPU tuning checks every candidate against the CPU
+  // target's output, so that a wrong first candidate cannot become the
+  // reference of the others.
+  int64_t work = 1;
+  for (const auto& [name, value] : bench.shape()) {
+    work = value > 0 && work <= options_.cpu_reference_max_work / value
+               ? work * value
+               : options_.cpu_reference_max_work + 1;
+  }
+  if (options_.cpu_reference_always ||
+      (target != "cpu" && work <= options_.cpu_reference_max_work)) {
+    auto first =
+        std::find_if(result.candidates().begin(), result.candidates().end(),
+                     [](const CandidateResult& c) {
+                       return c.status() == kiln::v1::CANDIDATE_STATUS_COMPILED;
+                     });
+    if (first != result.candidates().end()) {
+      CompileRequest r = compiles[first->index()];
+      r.target = "cpu";
+      absl::StatusOr<kiln::bench::v1::BenchReply> cpu =
+          CpuReference(r, bench, &dev, *worker_path, limit, call);
+      if (absl::IsCancelled(cpu.status())) return cpu.status();
+      if (cpu.ok()) {
+        reference = std::move(*cpu->mutable_tensors());
+        reference_label = "the CPU target";
+        have_reference = true;
+        result.set_reference(
+            absl::StrCat("the CPU target (", first->label(), ")"));
+      } else {
+        result.set_reference(absl::StrCat(
+            "the first candidate that ran (the CPU target could not: ",
+            cpu.status().message(), ")"));
+      }
+    }
+  }
   for (size_t i = 0; i < space.size(); ++i) {
     CandidateResult& c = *result.mutable_candidates(static_cast<int>(i));
     if (c.status() != kiln::v1::CANDIDATE_STATUS_COMPILED) continue;
@@ -344,6 +454,10 @@ absl::Status Autotuner::Tune(
       reference = std::move(*reply->mutable_tensors());
       reference_label = c.label();
       have_reference = true;
+      if (result.reference().empty()) {
+        result.set_reference(
+            absl::StrCat(c.label(), " (the first candidate that ran)"));
+      }
     } else if (std::string diff = CompareOutputs(reply->tensors(), reference);
                !diff.empty()) {
       c.set_status(kiln::v1::CANDIDATE_STATUS_WRONG);
@@ -440,6 +554,7 @@ absl::Status Autotuner::Tune(
   data.metadata.extra = absl::StrCat("autotune result: ", best->label());
   data.blobs.push_back({kTuningResultBlob, result.SerializeAsString()});
   data.blobs.push_back({kTuningTextBlob, ExplainTuning(result, key_text)});
+  data.blobs.push_back({kTuningKeyTextBlob, key_text});
   if (absl::Status s = cache_->Put(*digest, data); !s.ok()) return s;
 
   *event.mutable_result() = std::move(result);

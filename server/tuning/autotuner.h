@@ -34,6 +34,11 @@
 #include "proto/kiln.pb.h"
 #include "server/engine/compile_engine.h"
 
+namespace kiln::bench::v1 {
+class BenchRequest;
+class BenchReply;
+}  // namespace kiln::bench::v1
+
 namespace kiln::server::tuning {
 
 // A GPU of the host that candidates of its target can run on.
@@ -53,6 +58,13 @@ struct AutotunerOptions {
   int compile_parallelism = 0;
   // The host's GPUs (CPU is always there).
   std::vector<TuningGpu> gpus;
+  // GPU tunings at shapes whose symbol values multiply to at most this
+  // check every candidate against the CPU target's output (an independent
+  // code generator) instead of the first candidate that ran.
+  int64_t cpu_reference_max_work = int64_t{1} << 24;
+  // Tests: use the CPU reference for every tuning, CPU targets and any
+  // shape included.
+  bool cpu_reference_always = false;
 };
 
 // Reads KILN_BENCH_WORKER_FAULTS from the environment.
@@ -90,6 +102,13 @@ class Autotuner {
  private:
   struct Device;
   absl::StatusOr<Device*> DeviceFor(const std::string& target);
+  // Compiles `request` (a candidate's, for the CPU target) and runs it once
+  // on `bench`'s inputs in the CPU worker, returning its outputs. `held` is
+  // the device whose lock the caller holds (the CPU's in a CPU tuning).
+  absl::StatusOr<kiln::bench::v1::BenchReply> CpuReference(
+      const CompileRequest& request, const kiln::bench::v1::BenchRequest& bench,
+      Device* held, const std::string& worker_path, absl::Duration limit,
+      const Call& call);
 
   CompileEngine* const engine_;
   cache::Cache* const cache_;

@@ -68,4 +68,16 @@ std::string ResourceExcess(std::string_view metadata_text,
   return "";
 }
 
+std::string SpillReport(std::string_view metadata_text) {
+  absl::StatusOr<runtime::KernelMetadata> m =
+      runtime::ParseKernelMetadata(metadata_text);
+  if (!m.ok() || (m->ptxas.spill_stores == 0 && m->ptxas.spill_loads == 0)) {
+    return "";
+  }
+  return absl::StrCat(
+      "spills registers to local memory (ptxas: ", m->ptxas.spill_stores,
+      " bytes of spill stores, ", m->ptxas.spill_loads, " of spill loads, ",
+      m->ptxas.stack_bytes, "-byte stack)");
+}
+
 }  // namespace kiln::server::tuning

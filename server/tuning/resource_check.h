@@ -18,6 +18,12 @@ namespace kiln::server::tuning {
 std::string ResourceExcess(std::string_view metadata_text,
                            const std::string& target);
 
+// "" when ptxas reported no register spills; else e.g. "spills registers
+// to local memory (ptxas: 96 bytes of spill stores, 96 of spill loads,
+// 128-byte stack)". The autotuner prunes spilling candidates when some
+// candidate does not spill.
+std::string SpillReport(std::string_view metadata_text);
+
 }  // namespace kiln::server::tuning
 
 #endif  // KILN_SERVER_TUNING_RESOURCE_CHECK_H_

@@ -1,5 +1,6 @@
 #include "server/tuning/tune_plan.h"
 
+#include <algorithm>
 #include <set>
 #include <utility>
 
@@ -80,6 +81,62 @@ absl::Status CheckOptions(const kiln::v1::AutotuneOptions& o) {
   return absl::OkStatus();
 }
 
+// The candidates of `space` each requested config selects (those agreeing
+// with every value the config binds), in config order, without repeats.
+// Configs selecting nothing are described in `excluded`. InvalidArgument
+// for a config naming something that is not a tunable.
+absl::StatusOr<std::vector<compiler::TunableValues>> SelectConfigs(
+    const compiler::Kernel& kernel, const std::string& filename,
+    const google::protobuf::RepeatedPtrField<kiln::v1::TuningConfig>& configs,
+    const std::vector<compiler::TunableValues>& space,
+    std::vector<std::string>* excluded) {
+  std::vector<compiler::TunableValues> out;
+  std::set<size_t> taken;
+  for (int c = 0; c < configs.size(); ++c) {
+    const Bindings config(configs[c].bindings().begin(),
+                          configs[c].bindings().end());
+    std::string why;
+    for (const auto& [name, value] : config) {
+      const std::string& wanted = name;
+      auto t = std::find_if(
+          kernel.tunables.begin(), kernel.tunables.end(),
+          [&](const compiler::Tunable& x) { return x.name == wanted; });
+      if (t == kernel.tunables.end()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            filename, ": config ", c, " binds ", name,
+            ", which is not a tunable of kernel '", kernel.name, "'"));
+      }
+      if (why.empty() && std::find(t->candidates.begin(), t->candidates.end(),
+                                   value) == t->candidates.end()) {
+        why = absl::StrCat(name, "=", value, " is not one of ", name,
+                           "'s values [", absl::StrJoin(t->candidates, ", "),
+                           "]");
+      }
+    }
+    size_t matched = 0, repeated = 0;
+    for (size_t i = 0; i < space.size() && why.empty(); ++i) {
+      bool agrees = true;
+      for (const auto& [name, value] : config) {
+        agrees = agrees && space[i].at(name) == value;
+      }
+      if (!agrees) continue;
+      ++matched;
+      if (!taken.insert(i).second) {
+        ++repeated;
+        continue;
+      }
+      out.push_back(space[i]);
+    }
+    if (why.empty() && matched == 0) {
+      why = "breaks the kernel's where-constraints or the fixed bindings";
+    } else if (why.empty() && matched == repeated) {
+      why = "repeats an earlier config";
+    }
+    if (!why.empty()) excluded->push_back(Label(config) + ": " + why);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string Label(const compiler::TunableValues& values) {
@@ -149,7 +206,8 @@ absl::StatusOr<TunePlan> PlanTuning(const AutotuneRequest& request,
                      "' (give e.g. --shape ", missing[0], "=1024)"));
   }
 
-  // The space, narrowed by fixed tunables and limited.
+  // The space, narrowed by fixed tunables and the requested configs, and
+  // limited.
   const size_t max_candidates = static_cast<size_t>(
       Or<int32_t>(opt.max_candidates(), kDefaultMaxCandidates));
   std::vector<compiler::TunableValues> space;
@@ -160,13 +218,23 @@ absl::StatusOr<TunePlan> PlanTuning(const AutotuneRequest& request,
       if (it != fixed.end() && it->second != value) keep = false;
     }
     if (keep) space.push_back(std::move(v));
-    if (space.size() == max_candidates) break;
+    if (space.size() == max_candidates && request.configs().empty()) break;
+  }
+  std::vector<std::string> excluded;
+  if (!request.configs().empty()) {
+    absl::StatusOr<std::vector<compiler::TunableValues>> chosen =
+        SelectConfigs(*kernel, filename, request.configs(), space, &excluded);
+    if (!chosen.ok()) return chosen.status();
+    space = *std::move(chosen);
+    if (space.size() > max_candidates) space.resize(max_candidates);
   }
   if (space.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat(filename, ": kernel '", kernel->name,
                      "' has no configuration satisfying its constraints",
-                     fixed.empty() ? "" : " and the fixed tunables"));
+                     fixed.empty() ? "" : " and the fixed tunables",
+                     excluded.empty() ? "" : " among the requested configs: ",
+                     absl::StrJoin(excluded, "; ")));
   }
   for (const auto& [label, fault] : opt.faults()) {
     if (fault != "crash" && fault != "abort" && fault != "hang" &&
@@ -187,6 +255,7 @@ absl::StatusOr<TunePlan> PlanTuning(const AutotuneRequest& request,
   }
   plan.fixed = std::move(fixed);
   plan.space = std::move(space);
+  plan.excluded_configs = std::move(excluded);
   return plan;
 }
 

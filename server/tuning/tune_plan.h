@@ -3,7 +3,8 @@
 // (each naming a symbol or tunable of it; every symbol given a size), the
 // options, and the space: every combination of tunable values satisfying
 // the kernel's constraints (compiler/tuning_space.h), narrowed to fixed
-// tunables, at most max_candidates (default 256, limit 4096).
+// tunables or to the requested configs, at most max_candidates (default
+// 256, limit 4096).
 #ifndef KILN_SERVER_TUNING_TUNE_PLAN_H_
 #define KILN_SERVER_TUNING_TUNE_PLAN_H_
 
@@ -26,6 +27,8 @@ struct TunePlan {
   Bindings fixed;                              // symbols and tunables
   Bindings fixed_symbols;                      // of which: symbols
   std::vector<compiler::TunableValues> space;  // in candidate order
+  // Requested configs left out, with the reason (AutotuneRequest.configs).
+  std::vector<std::string> excluded_configs;
 };
 
 // The plan for `request`. InvalidArgument (saying what is wrong) for an

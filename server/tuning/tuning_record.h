@@ -14,6 +14,9 @@ namespace kiln::server::tuning {
 
 inline constexpr char kTuningResultBlob[] = "tuning.pb";
 inline constexpr char kTuningTextBlob[] = "tuning.txt";
+// The text the tuning key hashes (TuningKeyText), for `kiln cache explain`;
+// binary entries keep theirs under the same name.
+inline constexpr char kTuningKeyTextBlob[] = "key.txt";
 
 // Sets median, p10, p90, min, max and runs of `candidate` from `times_us`
 // (nearest-rank percentiles; nothing for an empty list).

@@ -152,6 +152,68 @@ TEST_F(AutotuneServiceTest, KilnTuneThroughTheDaemonPrintsTheTableAndKey) {
   ExpectHealthy();
 }
 
+TEST_F(AutotuneServiceTest, KilnCacheExplainSaysWhyALookupMisses) {
+  testing::TempDir dir;
+  const std::string file = dir.File("scale.tile");
+  testing::WriteFile(file, Scale3());
+  const std::string cache = kilnd_->dir().File("cache");
+  KernelRequest compile;
+  compile.ir_text = Scale3();
+  compile.target = "cpu";
+  compile.bindings = {{"B", 64}};
+  absl::StatusOr<Kernel> kernel = client_->Compile(compile);
+  ASSERT_TRUE(kernel.ok()) << kernel.status();
+
+  auto explain = [&](std::vector<std::string> args) {
+    args.insert(args.begin(),
+                {KILN_CLI_PATH, "cache", "explain", file, "--dir", cache});
+    auto run = testing::Run(args);
+    EXPECT_TRUE(run.ok());
+    return run.ok() ? *run : testing::RunResult{};
+  };
+  // The same request hits, and shows what its key is made of.
+  testing::RunResult hit = explain({"-D", "B=64"});
+  EXPECT_EQ(hit.exit_code, 0) << hit.err;
+  EXPECT_THAT(hit.out, HasSubstr("binary key " + kernel->key()));
+  EXPECT_THAT(hit.out, HasSubstr("kiln-binary-key-v1"));
+  EXPECT_THAT(hit.out, HasSubstr("hit: the cache holds this binary key"));
+  // Another tunable value misses, and says which binding differs.
+  testing::RunResult other = explain({"-D", "B=128"});
+  EXPECT_EQ(other.exit_code, 1);
+  EXPECT_THAT(other.out, HasSubstr("miss: 1 stored binary key of kernel "
+                                   "'scale'"));
+  EXPECT_THAT(other.out, HasSubstr(kernel->key() + " differs in"));
+  EXPECT_THAT(other.out, HasSubstr("bind: request B=128, stored B=64"));
+  // An edited program: the kernel component differs.
+  std::string edited = Scale3();
+  edited.replace(edited.find("T[i] * a"), 8, "T[i] * a * a");
+  testing::WriteFile(file, edited);
+  testing::RunResult changed = explain({"-D", "B=64"});
+  EXPECT_EQ(changed.exit_code, 1);
+  EXPECT_THAT(changed.out, HasSubstr("(the program's code differs)"));
+  testing::WriteFile(file, Scale3());
+
+  // Tuning keys: the tuned bucket hits, another bucket names it.
+  absl::StatusOr<kiln::v1::AutotuneResult> tuned = client_->Autotune(Request());
+  ASSERT_TRUE(tuned.ok()) << tuned.status();
+  testing::RunResult tune_hit = explain({"--shape", "N=6000"});
+  EXPECT_EQ(tune_hit.exit_code, 0) << tune_hit.out << tune_hit.err;
+  EXPECT_THAT(tune_hit.out, HasSubstr("tuning key " + tuned->tuning_key()));
+  testing::RunResult tune_miss = explain({"--shape", "N=100"});
+  EXPECT_EQ(tune_miss.exit_code, 1);
+  EXPECT_THAT(tune_miss.out,
+              HasSubstr("bucket: request N=128, stored N=8192 (another "
+                        "shape bucket)"));
+
+  // `kiln cache show` of a compiled kernel prints its key's components.
+  auto show = testing::Run(
+      {KILN_CLI_PATH, "cache", "show", kernel->key(), "--dir", cache});
+  ASSERT_TRUE(show.ok());
+  EXPECT_THAT(show->out, HasSubstr("bind B=64"));
+  EXPECT_THAT(show->out, HasSubstr("toolchain "));
+  ExpectHealthy();
+}
+
 TEST(KilnTuneTest, LocalTunesInProcessWithoutADaemon) {
   testing::TempDir dir;
   testing::WriteFile(dir.File("scale.tile"), Scale3());

@@ -132,19 +132,37 @@ int main(int argc, char** argv) {
    * cache. */
   kiln_binding tune_shape = {"N", 2048};
   char* json = NULL;
-  CHECK(kiln_autotune(client, kScale, "scale", "cpu", &tune_shape, 1, NULL, 0, 0,
-                      0, 0, &json) == KILN_OK);
+  CHECK(kiln_autotune(client, kScale, "scale", "cpu", &tune_shape, 1, NULL, 0,
+                      NULL, 0, NULL, 0, 0, 0, 0, &json) == KILN_OK);
   CHECK(json != NULL && strstr(json, "\"best\": {\"B\": ") != NULL);
   CHECK(json != NULL && strstr(json, "\"cached\": false") != NULL);
+  CHECK(json != NULL &&
+        strstr(json, "\"status\":\"CANDIDATE_STATUS_BENCHMARKED\"") != NULL);
   kiln_string_free(json);
   json = NULL;
-  CHECK(kiln_autotune(client, kScale, "scale", "cpu", &tune_shape, 1, NULL, 0, 0,
-                      0, 0, &json) == KILN_OK);
+  CHECK(kiln_autotune(client, kScale, "scale", "cpu", &tune_shape, 1, NULL, 0,
+                      NULL, 0, NULL, 0, 0, 0, 0, &json) == KILN_OK);
   CHECK(json != NULL && strstr(json, "\"cached\": true") != NULL);
   kiln_string_free(json);
   json = NULL;
-  CHECK(kiln_autotune(client, kScale, "scale", "cpu", NULL, 0, NULL, 0, 0, 0,
-                      0, &json) == 3);
+  /* Explicit configs: B=64 only (a new shape bucket, so it is tuned), and
+   * B=96, which is not one of B's values, is listed as excluded. */
+  const char* config_names[] = {"B"};
+  const int64_t config_values[] = {64, 96};
+  tune_shape.value = 100;
+  CHECK(kiln_autotune(client, kScale, "scale", "cpu", &tune_shape, 1, NULL, 0,
+                      config_names, 1, config_values, 2, 0, 0, 0,
+                      &json) == KILN_OK);
+  CHECK(json != NULL && strstr(json, "\"best_label\": \"B=64\"") != NULL);
+  CHECK(json != NULL && strstr(json, "\"candidates\": 1,") != NULL);
+  CHECK(json != NULL && strstr(json, "\"excluded\": [\"B=96: ") != NULL);
+  kiln_string_free(json);
+  json = NULL;
+  CHECK(kiln_autotune(client, kScale, "scale", "cpu", &tune_shape, 1, NULL, 0,
+                      NULL, 0, config_values, 2, 0, 0, 0, &json) == 3);
+  CHECK(strstr(kiln_last_error(), "config_names") != NULL);
+  CHECK(kiln_autotune(client, kScale, "scale", "cpu", NULL, 0, NULL, 0, NULL,
+                      0, NULL, 0, 0, 0, 0, &json) == 3);
   CHECK(strstr(kiln_last_error(), "no shape for symbol N") != NULL);
   CHECK(json == NULL);
   kiln_string_free(NULL);

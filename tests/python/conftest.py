@@ -54,6 +54,17 @@ def backend(request, tmp_path_factory, kiln_cli):
     _client.set_default(None)
 
 
+@pytest.fixture
+def libkiln_embedded(tmp_path_factory):
+    """An embedded libkiln client as the default (tuning needs libkiln:
+    the CLI stand-in does not tune)."""
+    require_libkiln()
+    client = _capi.Client.embedded(str(tmp_path_factory.mktemp("cache")))
+    _client.set_default(client)
+    yield client
+    _client.set_default(None)
+
+
 @pytest.fixture(scope="session")
 def cc():
     """A C compiler, for the layout probe and the fake libkiln."""

@@ -84,19 +84,35 @@ int kiln_autotune(kiln_client* client, const char* ir_text,
                   const char* kernel, const char* target,
                   const kiln_binding* shape, size_t num_shape,
                   const kiln_binding* fixed, size_t num_fixed,
+                  const char* const* config_names, size_t num_config_names,
+                  const int64_t* config_values, size_t num_configs,
                   int max_candidates, int force, double timeout_seconds,
                   char** out_json) {
   (void)client;
   (void)ir_text;
-  (void)shape;
   (void)fixed;
   (void)max_candidates;
   (void)force;
   (void)timeout_seconds;
   (void)out_json;
-  snprintf(last_call, sizeof(last_call), "autotune %s %s %zu %zu",
-           kernel ? kernel : "(null)", target ? target : "(null)", num_shape,
-           num_fixed);
+  int n = snprintf(last_call, sizeof(last_call), "autotune %s %s %zu %zu",
+                   kernel ? kernel : "(null)", target ? target : "(null)",
+                   num_shape, num_fixed);
+  for (size_t i = 0; i < num_shape && n > 0 && (size_t)n < sizeof(last_call);
+       ++i) {
+    n += snprintf(last_call + n, sizeof(last_call) - (size_t)n, " %s=%lld",
+                  shape[i].name, (long long)shape[i].value);
+  }
+  for (size_t c = 0; c < num_configs && n > 0 && (size_t)n < sizeof(last_call);
+       ++c) {
+    n += snprintf(last_call + n, sizeof(last_call) - (size_t)n, " |");
+    for (size_t j = 0;
+         j < num_config_names && n > 0 && (size_t)n < sizeof(last_call); ++j) {
+      n += snprintf(last_call + n, sizeof(last_call) - (size_t)n, " %s=%lld",
+                    config_names[j],
+                    (long long)config_values[c * num_config_names + j]);
+    }
+  }
   snprintf(last_error, sizeof(last_error), "the fake does not tune");
   return 12;
 }

@@ -209,3 +209,22 @@ def tuned_flashattn():
         for m in (64, 128) for n in (32, 64) for s in (1, 2)
     ]
     return kiln.autotune(configs=configs, warmup=1, rep=2)(flashattn)
+
+
+@kiln.jit(out_idx=[1])
+def double(block=128, num_stages=2):
+    """B = 2 * A in blocks of `block`, loaded through a pipelined loop
+    (num_stages=9 does not compile: too many stages)."""
+    N = T.symbolic("N")
+
+    @T.prim_func
+    def main(A: T.Tensor((N,), "float32"), B: T.Tensor((N,), "float32")):
+        with T.Kernel(T.ceildiv(N, block), threads=128) as bx:
+            a = T.alloc_fragment((block,), "float32")
+            for k in T.Pipelined(1, num_stages=num_stages):
+                T.copy(A[bx * block], a)
+            for i in T.Parallel(block):
+                a[i] = a[i] * 2
+            T.copy(a, B[bx * block])
+
+    return main

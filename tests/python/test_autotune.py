@@ -1,5 +1,7 @@
 """kiln.autotune: configs as tunables, the constants fallback, tuning."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -63,28 +65,12 @@ def test_unknown_config_key():
         kiln.autotune(configs=[{"blk": 1}])(branchy)(10)
 
 
-def test_tuning_picks_a_working_config_and_leaves_inputs_alone(backend):
+def test_the_daemon_tunes_stores_and_reuses(libkiln_embedded):
     # num_stages=9 fails to compile: it is recorded and skipped.
     configs = [{"block": 256, "num_stages": 9}, {"block": 512, "num_stages": 1},
                {"block": 1024, "num_stages": 2}]
 
-    @kiln.jit(out_idx=[1])
-    def double(block=128, num_stages=2):
-        N = T.symbolic("N")
-
-        @T.prim_func
-        def main(A: T.Tensor((N,), "float32"), B: T.Tensor((N,), "float32")):
-            with T.Kernel(T.ceildiv(N, block), threads=128) as bx:
-                a = T.alloc_fragment((block,), "float32")
-                for k in T.Pipelined(1, num_stages=num_stages):
-                    T.copy(A[bx * block], a)
-                for i in T.Parallel(block):
-                    a[i] = a[i] * 2
-                T.copy(a, B[bx * block])
-
-        return main
-
-    tuned = kiln.autotune(configs=configs, warmup=1, rep=2)(double)()
+    tuned = kiln.autotune(configs=configs, warmup=1, rep=2)(kernels.double)()
     assert tuned.mode == "tunables"
     x = np.random.default_rng().standard_normal(3001).astype(np.float32)
     before = x.copy()
@@ -92,7 +78,20 @@ def test_tuning_picks_a_working_config_and_leaves_inputs_alone(backend):
     np.testing.assert_array_equal(x, before)
     np.testing.assert_allclose(y, 2 * x)
     assert tuned.config in configs[1:]
+    assert tuned.results[0]["status"] == "pruned"
     assert "stage count" in tuned.results[0]["error"]
-    assert all(r["seconds"] > 0 for r in tuned.results[1:])
+    assert all(r["status"] == "benchmarked" and r["seconds"] > 0
+               for r in tuned.results[1:])
     np.testing.assert_allclose(tuned(x[:10]), 2 * x[:10])  # no re-tuning
     assert len(tuned.results) == 3
+    # The daemon's tuner chose it (the best has the lowest median) and
+    # stored it under the tuning key: another tuner of the same kernel, at a
+    # shape of the same bucket, gets the stored answer.
+    assert re.fullmatch("[0-9a-f]{64}", tuned.tuning_key)
+    assert not tuned.cached
+    fastest = min(tuned.results[1:], key=lambda r: r["seconds"])
+    assert tuned.config == fastest["config"]
+    again = kiln.autotune(configs=configs)(kernels.double)()
+    np.testing.assert_allclose(again(x[:2500]), 2 * x[:2500])
+    assert again.cached and again.tuning_key == tuned.tuning_key
+    assert again.config == tuned.config

@@ -110,6 +110,17 @@ def test_compile_passes_target_bindings_and_filename(fake_lib):
                           "block_M=128 block_N=64 num_stages=2")
 
 
+def test_autotune_sends_the_shape_and_configs_to_the_daemon(fake_lib):
+    configs = [{"block": 256, "num_stages": 1}, {"block": 512,
+                                                 "num_stages": 2}]
+
+    tuned = kiln.autotune(configs=configs)(kernels.double)()
+    with pytest.raises(kiln.KilnCompileError, match="the fake does not tune"):
+        tuned(np.zeros(3001, np.float32))
+    assert fake_lib() == ("autotune main cpu 1 0 N=3001 | block=256 "
+                          "num_stages=1 | block=512 num_stages=2")
+
+
 def test_compile_error_names_the_python_line(fake_lib):
     import kiln.language as T
 

@@ -52,7 +52,9 @@ def test_gemm_example_runs(backend, capsys):
 
 
 @pytest.mark.parametrize("causal", [False, True])
-def test_flash_attention_example_runs(backend, capsys, causal):
+def test_flash_attention_example_runs(libkiln_embedded, capsys, causal):
+    # The example autotunes through the daemon's tuner: libkiln, not the
+    # CLI stand-in.
     load("flash_attention").main(batch=1, heads=2, seq_len=150, dim=64,
                                  is_causal=causal)
     assert "flash attention matches the reference" in capsys.readouterr().out

@@ -41,6 +41,18 @@ def test_gemm(backend, rng):
                                    atol=1e-2 * np.sqrt(k))
 
 
+def test_gemm_with_constant_dims_smaller_than_the_block(backend, rng):
+    # As TileLang allows: a 64x64x32 block over a 40x24x20 problem written
+    # with constant dims; the tile overhangs every tensor edge.
+    kernel = kernels.matmul(40, 24, 20, 64, 64, 32)
+    a = rng.standard_normal((40, 20)).astype(np.float16)
+    b = rng.standard_normal((20, 24)).astype(np.float16)
+    c = kernel(a, b)
+    ref = a.astype(np.float32) @ b.astype(np.float32)
+    np.testing.assert_allclose(c.astype(np.float32), ref, rtol=1e-2,
+                               atol=1e-2 * np.sqrt(20))
+
+
 def attention_reference(q, k, v, causal):
     q, k, v = (t.astype(np.float64) for t in (q, k, v))
     s = np.einsum("bshd,bthd->bhst", q, k) / np.sqrt(q.shape[-1])

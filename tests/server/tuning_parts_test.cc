@@ -160,6 +160,22 @@ TEST(ResourceCheckTest, GpuLimitsPruneAndTheCpuHasNone) {
   EXPECT_THAT(ResourceExcess("junk", "sm_90"), HasSubstr("does not parse"));
 }
 
+TEST(ResourceCheckTest, SpillsAreReportedFromThePtxasRecord) {
+  std::string spilling = kMetadata;
+  spilling +=
+      "ptxas registers 255 spill-stores 96 spill-loads 64 stack 128 "
+      "static-shared 0\n";
+  EXPECT_EQ(SpillReport(spilling),
+            "spills registers to local memory (ptxas: 96 bytes of spill "
+            "stores, 64 of spill loads, 128-byte stack)");
+  EXPECT_EQ(SpillReport(kMetadata), "");
+  std::string clean = kMetadata;
+  clean +=
+      "ptxas registers 128 spill-stores 0 spill-loads 0 stack 0 "
+      "static-shared 0\n";
+  EXPECT_EQ(SpillReport(clean), "");
+}
+
 TEST(FramingTest, FramesRoundTripAndEndOfStreamIsUnavailable) {
   int sv[2];
   ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);

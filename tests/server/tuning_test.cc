@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -108,7 +109,8 @@ class AutotunerTest : public ::testing::Test {
   // (Re)creates the engine and tuner; `compile_fn` replaces the compiler.
   void Open(std::function<absl::StatusOr<compiler::CompiledKernel>(
                 std::string_view, const compiler::CompileOptions&)>
-                compile_fn) {
+                compile_fn,
+            bool cpu_reference_always = false) {
     tuner_.reset();
     engine_.reset();
     if (cache_ == nullptr) {
@@ -123,6 +125,7 @@ class AutotunerTest : public ::testing::Test {
     engine_ = *std::move(engine);
     AutotunerOptions tuner_options;
     tuner_options.allow_faults = true;
+    tuner_options.cpu_reference_always = cpu_reference_always;
     tuner_ =
         std::make_unique<Autotuner>(engine_.get(), cache_.get(), tuner_options);
   }
@@ -206,17 +209,29 @@ TEST_F(AutotunerTest, ChoosesTheFastestStoresItAndReusesIt) {
   EXPECT_THAT(entry->Find(kTuningTextBlob)->data,
               HasSubstr("kiln-tuning-key-v1"));
 
-  // The same kernel at a shape of the same bucket, with another candidate
-  // list: answered from the cache, nothing compiled or benchmarked.
+  // The same kernel at a shape of the same bucket: answered from the
+  // cache, nothing compiled or benchmarked. So is a narrower candidate list
+  // that holds the choice.
   const int starts = tuner_->worker_starts();
-  ASSERT_TRUE(Tune(Request(Scale3(), 3000)).ok());
-  ASSERT_EQ(events_.size(), 1u);
-  EXPECT_EQ(Last().event(), AutotuneProgress::EVENT_CACHED);
-  EXPECT_THAT(Last().message(), HasSubstr("cached"));
-  EXPECT_TRUE(Last().result().cached());
-  EXPECT_EQ(Last().result().best_label(), result.best_label());
-  EXPECT_EQ(Last().result().candidates_size(), 2);
+  std::string narrower = kScale;
+  narrower.replace(narrower.find("[64, 128]"), 9,
+                   "[" + result.best_label().substr(2) + "]");
+  for (const std::string& text : {std::string(kScale), narrower}) {
+    ASSERT_TRUE(Tune(Request(text, 3000)).ok());
+    ASSERT_EQ(events_.size(), 1u);
+    EXPECT_EQ(Last().event(), AutotuneProgress::EVENT_CACHED);
+    EXPECT_THAT(Last().message(), HasSubstr("cached"));
+    EXPECT_TRUE(Last().result().cached());
+    EXPECT_EQ(Last().result().best_label(), result.best_label());
+    EXPECT_EQ(Last().result().candidates_size(), 2);
+  }
   EXPECT_EQ(tuner_->worker_starts(), starts);
+
+  // A wider list was not all considered: it is tuned, over all three.
+  ASSERT_TRUE(Tune(Request(Scale3(), 3000)).ok());
+  EXPECT_EQ(Last().event(), AutotuneProgress::EVENT_DONE);
+  EXPECT_EQ(Last().result().tuning_key(), result.tuning_key());
+  EXPECT_EQ(Last().result().candidates_size(), 3);
 
   // Another bucket tunes again; so does force.
   ASSERT_TRUE(Tune(Request(kScale, 5000)).ok());
@@ -293,7 +308,27 @@ TEST_F(AutotunerTest, AWrongCandidateIsNeverChosen) {
                 HasSubstr("output differs from B=32"));
   }
   EXPECT_EQ(Last().result().best_label(), "B=32");
+  EXPECT_EQ(Last().result().reference(), "B=32 (the first candidate that ran)");
   EXPECT_EQ(Count(AutotuneProgress::EVENT_WRONG), 2);
+}
+
+// GPU tunings at small shapes check against the CPU target; forced here
+// for a CPU tuning, a wrong *first* candidate is caught, which a check
+// against the first candidate cannot do.
+TEST_F(AutotunerTest, TheCpuReferenceCatchesAWrongFirstCandidate) {
+  Open(nullptr, /*cpu_reference_always=*/true);
+  kiln::v1::AutotuneRequest r = Request(Scale3());
+  (*r.mutable_options()->mutable_faults())["B=32"] = "wrong";
+  ASSERT_TRUE(Tune(r).ok());
+  EXPECT_EQ(Last().result().reference(), "the CPU target (B=32)");
+  EXPECT_EQ(Candidate("B=32").status(), kiln::v1::CANDIDATE_STATUS_WRONG);
+  EXPECT_THAT(Candidate("B=32").reason(),
+              HasSubstr("output differs from the CPU target's"));
+  for (const char* label : {"B=64", "B=128"}) {
+    EXPECT_EQ(Candidate(label).status(),
+              kiln::v1::CANDIDATE_STATUS_BENCHMARKED);
+  }
+  EXPECT_NE(Last().result().best_label(), "B=32");
 }
 
 TEST_F(AutotunerTest, CandidatesThatDoNotCompileArePrunedWithTheReason) {
@@ -312,12 +347,80 @@ TEST_F(AutotunerTest, CandidatesThatDoNotCompileArePrunedWithTheReason) {
   EXPECT_THAT(Last().result().best_label(), Not("B=128"));
 }
 
+TEST_F(AutotunerTest, SpillingCandidatesArePrunedUnlessAllSpill) {
+  // The compiler reports spills (a ptxas record) for `spilling` values.
+  std::set<int64_t> spilling = {64};
+  Open([&spilling](std::string_view source, const compiler::CompileOptions& o)
+           -> absl::StatusOr<compiler::CompiledKernel> {
+    absl::StatusOr<compiler::CompiledKernel> k = compiler::Compile(source, o);
+    if (k.ok() && spilling.count(o.bindings.at("B"))) {
+      k->metadata +=
+          "ptxas registers 255 spill-stores 32 spill-loads 32 stack 32 "
+          "static-shared 0\n";
+    }
+    return k;
+  });
+  ASSERT_TRUE(Tune(Request(Scale3())).ok());
+  EXPECT_EQ(Candidate("B=64").status(), kiln::v1::CANDIDATE_STATUS_PRUNED);
+  EXPECT_THAT(Candidate("B=64").reason(), HasSubstr("spills registers"));
+  EXPECT_EQ(Candidate("B=32").status(), kiln::v1::CANDIDATE_STATUS_BENCHMARKED);
+  EXPECT_NE(Last().result().best_label(), "B=64");
+
+  // When every candidate spills, all are measured (another program, so
+  // that neither binaries nor the result are reused from the cache).
+  spilling = {64, 128};
+  std::string other = kScale;
+  other.replace(other.find("T[i] * a"), 8, "T[i] * a * a");
+  ASSERT_TRUE(Tune(Request(other)).ok());
+  for (const char* label : {"B=64", "B=128"}) {
+    EXPECT_EQ(Candidate(label).status(),
+              kiln::v1::CANDIDATE_STATUS_BENCHMARKED);
+  }
+}
+
 TEST_F(AutotunerTest, FixedTunablesNarrowTheSpace) {
   kiln::v1::AutotuneRequest r = Request(Scale3());
   (*r.mutable_fixed_bindings())["B"] = 64;
   ASSERT_TRUE(Tune(r).ok());
   ASSERT_EQ(Last().result().candidates_size(), 1);
   EXPECT_EQ(Last().result().best_label(), "B=64");
+}
+
+TEST_F(AutotunerTest, ExplicitConfigsAreTheCandidatesInTheirOrder) {
+  kiln::v1::AutotuneRequest r = Request(Scale3());
+  for (int64_t b : {128, 32, 48, 128}) {
+    (*r.add_configs()->mutable_bindings())["B"] = b;
+  }
+  ASSERT_TRUE(Tune(r).ok());
+  const kiln::v1::AutotuneResult& result = Last().result();
+  ASSERT_EQ(result.candidates_size(), 2);
+  EXPECT_EQ(result.candidates(0).label(), "B=128");
+  EXPECT_EQ(result.candidates(1).label(), "B=32");
+  EXPECT_THAT(result.best_label(), Not("B=64"));
+  ASSERT_EQ(result.excluded_configs_size(), 2);
+  EXPECT_EQ(result.excluded_configs(0),
+            "B=48: B=48 is not one of B's values [32, 64, 128]");
+  EXPECT_EQ(result.excluded_configs(1), "B=128: repeats an earlier config");
+
+  // The whole space was not considered: tuned again, not answered from
+  // the two-config result.
+  ASSERT_TRUE(Tune(Request(Scale3())).ok());
+  EXPECT_EQ(Last().event(), AutotuneProgress::EVENT_DONE);
+  EXPECT_EQ(Last().result().candidates_size(), 3);
+  EXPECT_EQ(Last().result().excluded_configs_size(), 0);
+
+  // A config naming something that is not a tunable is a bad request;
+  // configs that select nothing leave nothing to tune.
+  kiln::v1::AutotuneRequest bad = Request(Scale3());
+  (*bad.add_configs()->mutable_bindings())["BLOCK"] = 64;
+  absl::Status status = Tune(bad);
+  EXPECT_TRUE(absl::IsInvalidArgument(status)) << status;
+  EXPECT_THAT(status.message(), HasSubstr("config 0 binds BLOCK"));
+  kiln::v1::AutotuneRequest none = Request(Scale3());
+  (*none.add_configs()->mutable_bindings())["B"] = 100;
+  status = Tune(none);
+  EXPECT_TRUE(absl::IsInvalidArgument(status)) << status;
+  EXPECT_THAT(status.message(), HasSubstr("B=100 is not one of"));
 }
 
 TEST_F(AutotunerTest, NoValidCandidateIsAnError) {

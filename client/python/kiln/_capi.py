@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import json
 import os
 import threading
 from ctypes import (POINTER, Structure, c_char_p, c_double, c_int, c_int32,
                     c_int64, c_size_t, c_uint8, c_void_p)
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from kiln.errors import KilnCompileError, KilnLibraryError, KilnStatusError
 
@@ -67,7 +68,9 @@ PROTOTYPES = {
     # The daemon's autotuner (the JSON result is freed with kiln_string_free).
     "kiln_autotune": (c_int, [c_void_p, c_char_p, c_char_p, c_char_p,
                               POINTER(KilnBinding), c_size_t,
-                              POINTER(KilnBinding), c_size_t, c_int, c_int,
+                              POINTER(KilnBinding), c_size_t,
+                              POINTER(c_char_p), c_size_t,
+                              POINTER(ctypes.c_int64), c_size_t, c_int, c_int,
                               c_double, POINTER(c_void_p)]),
     "kiln_string_free": (None, [c_void_p]),
 }
@@ -281,6 +284,43 @@ class Client:
             ctypes.byref(out))
         _check(self._lib, status, "kiln_compile", KilnCompileError)
         return Kernel(self._lib, out.value)
+
+    def autotune(self, ir: str, kernel: Optional[str], target: str,
+                 shape: Dict[str, int],
+                 configs: Sequence[Dict[str, int]] = (),
+                 fixed: Optional[Dict[str, int]] = None,
+                 force: bool = False,
+                 timeout_seconds: float = 0.0) -> Dict[str, Any]:
+        """The daemon's autotuner (kiln_autotune): the result as a dict."""
+        def bindings(items: Dict[str, int]) -> Any:
+            arr = (KilnBinding * max(len(items), 1))()
+            for i, (name, value) in enumerate(sorted(items.items())):
+                arr[i].name = name.encode()
+                arr[i].value = int(value)
+            return arr
+        fixed = dict(fixed or {})
+        names = sorted({k for c in configs for k in c})
+        name_arr = (c_char_p * max(len(names), 1))(
+            *[n.encode() for n in names])
+        values = (ctypes.c_int64 * max(len(names) * len(configs), 1))()
+        for i, config in enumerate(configs):
+            if set(config) != set(names):
+                raise KilnStatusError(
+                    3, f"config {i} ({config}) does not bind every one of "
+                    f"{names}")
+            for j, n in enumerate(names):
+                values[i * len(names) + j] = int(config[n])
+        out = c_void_p()
+        status = self._lib.kiln_autotune(
+            self._ptr, ir.encode(), kernel.encode() if kernel else None,
+            target.encode(), bindings(shape), len(shape), bindings(fixed),
+            len(fixed), name_arr, len(names), values, len(configs), 0,
+            1 if force else 0, timeout_seconds, ctypes.byref(out))
+        _check(self._lib, status, "kiln_autotune", KilnCompileError)
+        try:
+            return json.loads(ctypes.string_at(out.value).decode())
+        finally:
+            self._lib.kiln_string_free(out)
 
     def get_kernel(self, key: str) -> Kernel:
         out = c_void_p()

@@ -1,17 +1,22 @@
 """``@kiln.autotune(configs=...)`` over ``@kiln.jit``, as TileLang stacks them.
 
-What it does today (the daemon's autotuner RPC comes later):
-
 - Integer config values become tile-IR tunables: the jit function is called
   once with placeholders, so the kernel's IR carries ``tune NAME in [...]``
-  and each config is a set of bindings of one program. If that call fails
-  (the function uses a value in Python control flow, or a value is not an
-  int), each config is translated separately with its values as constants.
-- The configs are tried on the first launch, with that launch's arguments:
-  each is compiled, run on copies of the arguments (``warmup`` and ``rep``
-  are milliseconds, as in TileLang), timed with a wall clock, and the fastest
-  is kept. Configs that fail to compile or launch are skipped and recorded in
-  ``results``. Results are not checked against each other, nor stored.
+  and each config is a set of bindings of one program. Such a program is
+  tuned by the daemon's autotuner (the Autotune RPC, as ``kiln tune``), on
+  the first launch, for that launch's device and shape: the configs are the
+  candidates; each is compiled in parallel, run in an isolated benchmark
+  worker on random inputs at the launch's shape, checked against the first
+  correct candidate and timed (CUDA events on GPUs, wall clock on the CPU).
+  The result is stored under the tuning key (kernel, device model, shape
+  bucket), so another process asking again gets it at once (``cached``).
+  ``warmup`` and ``rep`` do not apply there: the daemon picks the runs.
+- If that call fails (the function uses a value in Python control flow, or
+  a value is not an int), each config is translated separately with its
+  values as constants, and the configs are timed here instead, on copies
+  of the launch's arguments (``warmup`` and ``rep`` are milliseconds, as in
+  TileLang, wall clock). Configs that fail to compile or launch are skipped
+  and recorded in ``results``; these results are not stored.
 """
 
 from __future__ import annotations
@@ -20,11 +25,13 @@ import copy as _copy
 import sys
 import threading
 import time
-from typing import Any, Callable, Dict, List, Optional, Sequence, Union
+from typing import (Any, Callable, Dict, List, Optional, Sequence, Tuple,
+                    Union)
 
+from kiln import _client
 from kiln._dsl.expr import Tunable
 from kiln._dsl.names import RESERVED
-from kiln.errors import KilnArgumentError, KilnError
+from kiln.errors import KilnArgumentError, KilnCompileError, KilnError
 from kiln.jit import JITFunction, JITKernel
 
 Config = Dict[str, Any]
@@ -34,7 +41,8 @@ Configs = Union[Sequence[Config], Callable[..., Sequence[Config]]]
 def autotune(configs: Configs = (), warmup: float = 25, rep: float = 100,
              timeout: float = 100, **_options: Any) -> Callable:
     """Decorates a ``@kiln.jit`` function; TileLang's other options are
-    accepted and ignored (there is no reference check yet)."""
+    accepted and ignored (the daemon checks every candidate's output
+    against the first correct one's)."""
     def wrap(fn: Any) -> "AutoTuner":
         if not isinstance(fn, JITFunction):
             raise KilnError("@kiln.autotune goes above @kiln.jit")
@@ -114,6 +122,11 @@ class AutotunedKernel:
         self.config: Optional[Dict[str, Any]] = configs[0] \
             if len(kernels) == 1 else None
         self.results: List[Dict[str, Any]] = []
+        # Set by the daemon's tuning ("tunables" mode): the tuning key, whether
+        # the answer was stored already, and the daemon's whole answer.
+        self.tuning_key: Optional[str] = None
+        self.cached = False
+        self.answer: Optional[Dict[str, Any]] = None
         self._lock = threading.Lock()
 
     @property
@@ -128,6 +141,9 @@ class AutotunedKernel:
         return self.best(*args, **kwargs)  # type: ignore[misc]
 
     def _tune(self, args: Sequence[Any]) -> None:
+        if self.mode == "tunables":
+            self._tune_by_daemon(args)
+            return
         best_time = None
         for kernel, config in zip(self.kernels, self.configs):
             entry: Dict[str, Any] = {"config": config}
@@ -144,6 +160,45 @@ class AutotunedKernel:
             failures = "\n".join(f"  {r['config']}: {r['error']}"
                                  for r in self.results)
             raise KilnError(f"kiln.autotune: every config failed:\n{failures}")
+
+    def _tune_by_daemon(self, args: Sequence[Any]) -> None:
+        first = self.kernels[0]
+        shape, device = _problem(first, args)
+        target = "cpu" if device == "cpu" else first.target
+        client = _client.default_client()
+        try:
+            answer = client.autotune(first.ir, first.name, target, shape,
+                                     [k.bindings for k in self.kernels])
+        except KilnCompileError as e:
+            raise KilnCompileError(
+                e.code, first._explain(e.detail, f"{first.name}.tile")) \
+                from None
+        self.tuning_key = answer["tuning_key"]
+        self.cached = bool(answer["cached"])
+        self.answer = answer
+        by_label = {c["label"]: c
+                    for c in answer["result"].get("candidates", [])}
+        excluded = dict(e.split(": ", 1) for e in answer.get("excluded", []))
+        best = {k: int(v) for k, v in answer["best"].items()}
+        for kernel, config in zip(self.kernels, self.configs):
+            label = _label(kernel.bindings)
+            entry: Dict[str, Any] = {"config": config}
+            c = by_label.get(label)
+            if c is None:
+                entry["error"] = excluded.get(label, "not a candidate")
+            else:
+                entry["status"] = c.get("status", "").replace(
+                    "CANDIDATE_STATUS_", "").lower()
+                if entry["status"] == "benchmarked":
+                    entry["seconds"] = float(c["median_us"]) / 1e6
+                else:
+                    entry["error"] = c.get("reason", entry["status"])
+            self.results.append(entry)
+            if self.best is None and kernel.bindings == best:
+                self.best, self.config = kernel, config
+        if self.best is None:
+            raise KilnError(f"kiln.autotune: the daemon chose {best}, "
+                            "which is none of the configs")
 
     def _time(self, kernel: JITKernel, args: List[Any]) -> float:
         sync = _synchronizer(args)
@@ -166,6 +221,23 @@ def _ir_name(key: str) -> str:
     """The tunable's tile-IR name: the config key, upper-cased when the key
     is a tile-IR word (``threads`` -> ``THREADS``)."""
     return key.upper() if key in RESERVED else key
+
+
+def _label(bindings: Dict[str, int]) -> str:
+    """The daemon's candidate label: "BM=64,BN=128" (names sorted)."""
+    return ",".join(f"{k}={v}" for k, v in sorted(bindings.items()))
+
+
+def _problem(kernel: JITKernel, args: Sequence[Any]) -> Tuple[Dict[str, int],
+                                                              str]:
+    """The shape to tune at (every symbol, from the launch's tensors, and
+    the integer scalars) and the device the tensors are on."""
+    inputs, _, symbols, _, device = kernel.check_inputs(args)
+    shape = {kernel.params[i].name: a for i, a in zip(inputs, args)
+             if not kernel.params[i].is_tensor and isinstance(a, int)
+             and not isinstance(a, bool)}
+    shape.update({name: value for name, (value, _) in symbols.items()})
+    return shape, device
 
 
 def _clone(value: Any) -> Any:

@@ -11,6 +11,7 @@ on torch's current stream.
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import inspect
 import re
@@ -20,7 +21,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from kiln import _client, _launch
 from kiln._dsl.frontend import PrimFunc
-from kiln.errors import (KilnArgumentError, KilnCompileError, KilnSourceError)
+from kiln.errors import (KilnArgumentError, KilnCompileError, KilnSourceError,
+                         KilnStatusError)
 
 OutIdx = Optional[Union[int, Sequence[int]]]
 
@@ -140,12 +142,13 @@ class JITKernel:
 
     # --- launching ---------------------------------------------------------
 
-    def __call__(self, *args: Any, stream: Optional[int] = None) -> Any:
-        fast = self._fast
-        if fast is not None:
-            result = fast.launch(args, stream)
-            if result is not _MISS:
-                return result
+    def check_inputs(self, args: Sequence[Any]) -> Tuple[
+            List[int], List[Any], Dict[str, Tuple[int, str]],
+            List[_launch.TensorView], str]:
+        """Checks the caller's arguments against the parameters: the input
+        parameter indices, a value per parameter (tensor views, packed
+        scalars; None for outputs), the symbols the tensors bind, the
+        views, and the one device they are on ("cpu" without tensors)."""
         params = self.params
         inputs = [i for i in range(len(params)) if i not in self.out_idx]
         if len(args) != len(inputs):
@@ -171,7 +174,17 @@ class JITKernel:
             raise KilnArgumentError(
                 f"{self.name}: tensors are on different devices: "
                 + ", ".join(devices))
-        device = devices[0] if devices else "cpu"
+        return inputs, values, symbols, views, \
+            devices[0] if devices else "cpu"
+
+    def __call__(self, *args: Any, stream: Optional[int] = None) -> Any:
+        fast = self._fast
+        if fast is not None:
+            result = fast.launch(args, stream)
+            if result is not _MISS:
+                return result
+        params = self.params
+        inputs, values, symbols, views, device = self.check_inputs(args)
         if device != "cpu" and not device.startswith("cuda"):
             raise KilnArgumentError(f"{self.name}: unsupported device "
                                     f"{device}")
@@ -235,24 +248,46 @@ class _FastLaunch:
         self._torch = torch
         self._tensor_type = torch.Tensor
         self._client = _client.current()
-        self._handle = handle
-        self._arr = marshalled.args
+        self._handle = handle  # keeps the kernel alive
+        arr = marshalled.args
+        self._arr = arr
         # The dtype strings and shape arrays the entries point at (not the
         # caller's tensors).
         self._keep = [k for k in marshalled.keep
                       if not isinstance(k, torch.Tensor)]
         self._nargs = len(args)
+        # Each tensor's data-pointer slot in the kiln_arg[] (setting a
+        # c_void_p over the array's memory costs less than arr[i].data).
+        size = ctypes.sizeof(arr[0]) if len(arr) else 0
+        offset = type(arr[0]).data.offset if len(arr) else 0
+
+        def slot(i: int) -> Any:
+            return ctypes.c_void_p.from_buffer(arr, i * size + offset)
         self._tensors = []
         self._scalars = []
         for pos, (i, arg) in enumerate(zip(inputs, args)):
             if kernel.params[i].is_tensor:
-                self._tensors.append((pos, i, arg.dtype, arg.shape,
-                                      arg.stride(), arg.device))
+                self._tensors.append((pos, slot(i), arg.dtype, arg.shape,
+                                      arg.stride(), arg.get_device()))
             else:
                 self._scalars.append((pos, type(arg), arg))
-        self._outputs = [(i, out.shape, out.dtype, out.device)
+        self._outputs = [(slot(i), out.shape, out.dtype, out.device)
                          for i, out in zip(kernel.out_idx, outputs)]
+        self._nargs_all = len(arr)
         self._device = torch.device(device)
+        index = self._device.index
+        self._device_index = torch.cuda.current_device() if index is None \
+            else index
+        # torch's current stream without building a Stream object (what
+        # Triton's launcher reads); the public call where it is missing.
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        self._raw_stream = raw
+        # kiln_kernel_launch called directly: the kernel pointer and the
+        # array's address as integers, no wrapper objects per call.
+        lib = handle._lib
+        self._lib = lib
+        self._launch = lib.kiln_kernel_launch
+        self._kernel_ptr = handle._ptr
         self._busy = threading.Lock()
 
     def launch(self, args: Sequence[Any], stream: Optional[int]) -> Any:
@@ -261,28 +296,34 @@ class _FastLaunch:
         if not self._busy.acquire(blocking=False):
             return _MISS
         try:
-            arr = self._arr
             tensor_type = self._tensor_type
-            for pos, i, dtype, shape, stride, device in self._tensors:
+            for pos, ptr, dtype, shape, stride, device in self._tensors:
                 t = args[pos]
                 if (not isinstance(t, tensor_type) or t.dtype != dtype
-                        or t.shape != shape or t.device != device
+                        or t.shape != shape or t.get_device() != device
                         or t.stride() != stride):
                     return _MISS
-                arr[i].data = t.data_ptr()
+                ptr.value = t.data_ptr()
             for pos, kind, value in self._scalars:
                 v = args[pos]
                 if type(v) is not kind or v != value:
                     return _MISS
             outs = []
-            for i, shape, dtype, device in self._outputs:
-                out = self._torch.empty(shape, dtype=dtype, device=device)
-                arr[i].data = out.data_ptr()
+            empty = self._torch.empty
+            for ptr, shape, dtype, device in self._outputs:
+                out = empty(shape, dtype=dtype, device=device)
+                ptr.value = out.data_ptr()
                 outs.append(out)
             if stream is None:
-                stream = self._torch.cuda.current_stream(
-                    self._device).cuda_stream
-            self._handle.launch(arr, stream)
+                raw = self._raw_stream
+                stream = raw(self._device_index) if raw is not None else \
+                    self._torch.cuda.current_stream(self._device).cuda_stream
+            status = self._launch(self._kernel_ptr, self._arr, self._nargs_all,
+                                  stream or None)
+            if status:
+                raise KilnStatusError(status, "kiln_kernel_launch: " + (
+                    self._lib.kiln_last_error() or b"").decode(
+                        "utf-8", "replace"))
         finally:
             self._busy.release()
         if not outs:
