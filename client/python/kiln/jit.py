@@ -271,8 +271,15 @@ class _FastLaunch:
                                       arg.stride(), arg.get_device()))
             else:
                 self._scalars.append((pos, type(arg), arg))
-        self._outputs = [(slot(i), out.shape, out.dtype, out.device)
-                         for i, out in zip(kernel.out_idx, outputs)]
+        # Outputs are allocated like an input of the same shape and dtype
+        # when there is a contiguous one (torch.empty_like costs half of
+        # torch.empty(shape, dtype=, device=)), else with new_empty.
+        self._outputs = []
+        for i, out in zip(kernel.out_idx, outputs):
+            like = next((pos for pos, _, dtype, shape, stride, _ in
+                         self._tensors if dtype == out.dtype and
+                         shape == out.shape and stride == out.stride()), None)
+            self._outputs.append((slot(i), like, out.shape, out.dtype))
         self._nargs_all = len(arr)
         self._device = torch.device(device)
         index = self._device.index
@@ -309,9 +316,10 @@ class _FastLaunch:
                 if type(v) is not kind or v != value:
                     return _MISS
             outs = []
-            empty = self._torch.empty
-            for ptr, shape, dtype, device in self._outputs:
-                out = empty(shape, dtype=dtype, device=device)
+            empty_like = self._torch.empty_like
+            for ptr, like, shape, dtype in self._outputs:
+                out = empty_like(args[like]) if like is not None else \
+                    args[self._tensors[0][0]].new_empty(shape, dtype=dtype)
                 ptr.value = out.data_ptr()
                 outs.append(out)
             if stream is None:
