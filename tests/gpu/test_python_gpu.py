@@ -104,3 +104,27 @@ def test_repeated_calls_reuse_the_checked_launch():
     assert kernel._fast is not None
     with pytest.raises(kiln.KilnArgumentError, match="expected dtype"):
         kernel(randn(5000, dtype=torch.float16), bias, 2.0)
+
+
+def test_autotune_on_cuda_tensors_tunes_on_the_gpu(tmp_path):
+    # Embedded client with its own cache: the daemon's tuner runs the
+    # candidates on the GPU (target auto) at the launch's shape.
+    from kiln import _client
+    _client.set_default(_capi.Client.embedded(str(tmp_path / "cache")))
+    try:
+        configs = [{"block": 256, "num_stages": 1},
+                   {"block": 512, "num_stages": 2},
+                   {"block": 1024, "num_stages": 2}]
+        tuned = kiln.autotune(configs=configs)(kernels.double)()
+        x = torch.randn(100003, device="cuda", generator=gen)
+        y = tuned(x)
+        torch.cuda.synchronize()
+        torch.testing.assert_close(y, 2 * x)
+        assert tuned.answer["result"]["device_sku"].startswith("NVIDIA")
+        assert tuned.config in configs and not tuned.cached
+        assert all(r["status"] == "benchmarked" for r in tuned.results)
+        # Small shape: checked against the CPU target.
+        assert tuned.answer["result"]["reference"].startswith(
+            "the CPU target")
+    finally:
+        _client.set_default(None)
