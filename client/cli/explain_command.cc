@@ -8,9 +8,11 @@
 // bindings, the device SKU and the shape bucket.
 #include <algorithm>
 #include <iostream>
+#include <iterator>
 #include <map>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "CLI/CLI.hpp"
@@ -89,24 +91,39 @@ std::string Meaning(const std::string& component) {
   return "";
 }
 
-// The components of `stored` that differ from `want`, one line each.
-std::vector<std::string> Differences(const KeyParts& want,
-                                     const KeyParts& stored) {
+// How `stored` differs from `want`: one line per differing component
+// naming only the differing items ("bind: request STAGES=5, stored
+// STAGES=4"), and a distance to rank entries by (differing components
+// first, then differing items).
+struct Difference {
+  std::vector<std::string> lines;
+  size_t components = 0, items = 0;
+};
+
+Difference Compare(const KeyParts& want, const KeyParts& stored) {
   std::set<std::string> names;
   for (const auto& [name, values] : want) names.insert(name);
   for (const auto& [name, values] : stored) names.insert(name);
-  std::vector<std::string> out;
+  Difference out;
+  const std::set<std::string> none;
   for (const std::string& name : names) {
     auto a = want.find(name);
     auto b = stored.find(name);
-    const std::set<std::string> none;
     const std::set<std::string>& av = a == want.end() ? none : a->second;
     const std::set<std::string>& bv = b == stored.end() ? none : b->second;
-    if (av == bv) continue;
+    std::vector<std::string> only_a, only_b;
+    std::set_difference(av.begin(), av.end(), bv.begin(), bv.end(),
+                        std::back_inserter(only_a));
+    std::set_difference(bv.begin(), bv.end(), av.begin(), av.end(),
+                        std::back_inserter(only_b));
+    if (only_a.empty() && only_b.empty()) continue;
+    ++out.components;
+    out.items += only_a.size() + only_b.size();
     const std::string meaning = Meaning(name);
-    out.push_back(absl::StrCat(
-        name, ": request ", av.empty() ? "(none)" : absl::StrJoin(av, " "),
-        ", stored ", bv.empty() ? "(none)" : absl::StrJoin(bv, " "),
+    out.lines.push_back(absl::StrCat(
+        name, ": request ",
+        only_a.empty() ? "(none)" : absl::StrJoin(only_a, " "), ", stored ",
+        only_b.empty() ? "(none)" : absl::StrJoin(only_b, " "),
         meaning.empty() ? "" : absl::StrCat(" (", meaning, ")")));
   }
   return out;
@@ -142,7 +159,7 @@ bool Explain(kc::LocalStore& store, const std::string& what,
   if (!entries.ok()) Fail(std::string(entries.status().message()));
   struct Near {
     std::string key;
-    std::vector<std::string> diffs;
+    Difference diff;
   };
   std::vector<Near> near;
   for (const kc::EntryInfo& e : *entries) {
@@ -156,10 +173,11 @@ bool Explain(kc::LocalStore& store, const std::string& what,
     KeyParts stored = Parts(entry->Find(tuning::kTuningKeyTextBlob)->data);
     if (stored["kind"] != want["kind"]) continue;
     for (const std::string& c : ignore) stored.erase(c);
-    near.push_back({e.key.hex(), Differences(want, stored)});
+    near.push_back({e.key.hex(), Compare(want, stored)});
   }
   std::stable_sort(near.begin(), near.end(), [](const Near& a, const Near& b) {
-    return a.diffs.size() < b.diffs.size();
+    return std::tie(a.diff.components, a.diff.items) <
+           std::tie(b.diff.components, b.diff.items);
   });
   if (near.empty()) {
     std::cout << "  miss: no " << what << " of kernel '" << kernel_name
@@ -171,10 +189,13 @@ bool Explain(kc::LocalStore& store, const std::string& what,
             << "', closest first:\n";
   for (size_t i = 0; i < near.size() && i < 5; ++i) {
     std::cout << "  " << near[i].key
-              << (near[i].diffs.empty() ? " matches every compared component"
-                                        : " differs in")
+              << (near[i].diff.lines.empty()
+                      ? " matches every compared component"
+                      : " differs in")
               << "\n";
-    for (const std::string& d : near[i].diffs) std::cout << "    " << d << "\n";
+    for (const std::string& d : near[i].diff.lines) {
+      std::cout << "    " << d << "\n";
+    }
   }
   if (near.size() > 5) std::cout << "  (" << near.size() - 5 << " more)\n";
   return false;
