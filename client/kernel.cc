@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "runtime/cpu/cpu_kernel.h"
 #include "runtime/cuda/cuda_kernel.h"
+#include "runtime/hip/hip_kernel.h"
 
 namespace kiln::client {
 
@@ -14,6 +15,7 @@ struct Kernel::State {
   runtime::KernelMetadata metadata;
   std::unique_ptr<runtime::CpuKernel> cpu;          // target "cpu"
   std::unique_ptr<runtime::cuda::CudaKernel> cuda;  // targets "sm_*"
+  std::unique_ptr<runtime::hip::HipKernel> hip;     // targets "gfx*"
 };
 
 Kernel::Kernel(std::shared_ptr<const State> state) : state_(std::move(state)) {}
@@ -39,6 +41,12 @@ absl::StatusOr<Kernel> Kernel::Load(KernelParts parts) {
                                         parts.device);
     if (!cuda.ok()) return cuda.status();
     state->cuda = *std::move(cuda);
+  } else if (absl::StartsWith(metadata->target, "gfx")) {
+    absl::StatusOr<std::unique_ptr<runtime::hip::HipKernel>> hip =
+        runtime::hip::HipKernel::Load(parts.binary, *std::move(metadata),
+                                      parts.device);
+    if (!hip.ok()) return hip.status();
+    state->hip = *std::move(hip);
   } else {
     return absl::FailedPreconditionError(
         absl::StrCat("kernel ", metadata->name, " is for target ",
@@ -54,6 +62,10 @@ absl::Status Kernel::Launch(absl::Span<const runtime::ArgValue> args,
   if (state_->cuda != nullptr) {
     return state_->cuda->Launch(args,
                                 static_cast<runtime::cuda::CUstream>(stream));
+  }
+  if (state_->hip != nullptr) {
+    return state_->hip->Launch(args,
+                               static_cast<runtime::hip::hipStream_t>(stream));
   }
   return absl::FailedPreconditionError("kernel has no loaded binary");
 }

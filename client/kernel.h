@@ -31,23 +31,25 @@ class Kernel {
  public:
   // Parses the metadata and loads the binary for its target: CPU shared
   // objects (dlopen from memory), CUDA cubins (into the primary context of
-  // parts.device; the dynamic shared-memory limit raised as needed).
+  // parts.device; the dynamic shared-memory limit raised as needed), HIP
+  // code objects (targets gfx*, on AMD GPU parts.device).
   // InvalidArgument for bad metadata or a binary that is not what the
   // target needs; FailedPrecondition for a target this process cannot run
-  // (no CUDA driver or GPU for an sm_* kernel).
+  // (no CUDA driver or GPU for an sm_* kernel; "no AMD GPU: ..." for a gfx*
+  // kernel without the HIP runtime or an AMD GPU).
   static absl::StatusOr<Kernel> Load(KernelParts parts);
 
   // Checks `args` against the metadata (count, dtypes, ranks, shapes,
   // strides, assumptions; InvalidArgument naming the parameter), computes
   // the grid from the shapes and launches. GPU targets enqueue on `stream`
-  // (a CUstream; nullptr: the default stream) and return; the CPU target
-  // runs every block on Kiln's thread pool and returns when done.
+  // (a CUstream or hipStream_t; nullptr: the default stream) and return; the
+  // CPU target runs every block on Kiln's thread pool and returns when done.
   absl::Status Launch(absl::Span<const runtime::ArgValue> args,
                       void* stream = nullptr) const;
 
   const std::string& key() const;
   const std::string& name() const;    // the kernel's name
-  const std::string& target() const;  // "cpu", "sm_90a", ...
+  const std::string& target() const;  // "cpu", "sm_90a", "gfx90a", ...
   const std::string& tier() const;
   double compile_ms() const;
   const std::string& binary() const;

@@ -118,10 +118,11 @@ typedef struct kiln_arg {
 } kiln_arg;
 
 /* Launches `kernel` with `args` (in the kernel's parameter order). GPU
- * targets enqueue on `stream` (a CUstream; NULL for the default stream) and
- * return without waiting; the CPU target runs every block and returns when
- * they are done (stream is ignored). Arguments are checked against the
- * metadata first: dtype, rank, shapes, strides, assumptions. */
+ * targets enqueue on `stream` (a CUstream, or a hipStream_t for gfx
+ * targets; NULL for the default stream) and return without waiting; the CPU
+ * target runs every block and returns when they are done (stream is
+ * ignored). Arguments are checked against the metadata first: dtype, rank,
+ * shapes, strides, assumptions. */
 KILN_API int kiln_kernel_launch(const kiln_kernel* kernel, const kiln_arg* args,
                                 size_t num_args, void* stream);
 

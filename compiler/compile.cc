@@ -7,6 +7,7 @@
 #include "compiler/arith/prover.h"
 #include "compiler/codegen/cpu/cpu_codegen.h"
 #include "compiler/codegen/cuda/cuda_codegen.h"
+#include "compiler/codegen/hip/hip_codegen.h"
 #include "compiler/ir/canonical_hash.h"
 #include "compiler/ir/format.h"
 #include "compiler/ir/parser.h"
@@ -50,10 +51,11 @@ absl::StatusOr<Kernel> FrontEnd(std::string_view source,
 absl::StatusOr<std::string> Toolchain(const std::string& target) {
   if (target == "cpu") return CpuToolchainIdentity();
   if (IsCudaTarget(target)) return CudaToolchainIdentity(target);
+  if (IsHipTarget(target)) return HipToolchainIdentity(target);
   return absl::InvalidArgumentError(
       StrCat("unknown target '", target,
              "'; this build compiles for: cpu, sm_80, sm_86, sm_89, sm_90, "
-             "sm_90a"));
+             "sm_90a, gfx908, gfx90a, gfx942"));
 }
 
 std::string KeyTextOf(const Kernel& k, const CompileOptions& options,
@@ -145,36 +147,41 @@ absl::StatusOr<CompiledKernel> Compile(std::string_view source,
   out.prover_z3_queries = prover.stats().z3_queries;
 
   const auto codegen_start = Clock::now();
+  // A back end's error, with the file and the kernel.
+  auto located = [&](const absl::Status& st) {
+    return absl::Status(st.code(), StrCat(options.filename, ": kernel '",
+                                          out.name, "': ", st.message()));
+  };
   if (IsCudaTarget(options.target)) {
     CudaCodegenOptions co;
     co.target = options.target;
     co.want_ptx = options.keep_ptx;
     auto cuda = GenerateCuda(*kernel, co);
-    if (!cuda.ok()) {
-      return absl::Status(cuda.status().code(),
-                          StrCat(options.filename, ": kernel '", out.name,
-                                 "': ", cuda.status().message()));
-    }
-    out.timings.codegen_ms = MsSince(codegen_start);
+    if (!cuda.ok()) return located(cuda.status());
     out.binary = std::move(cuda->cubin);
     out.metadata = std::move(cuda->metadata);
     out.device_source = std::move(cuda->source);
     out.ptx = std::move(cuda->ptx);
     out.layouts = std::move(cuda->layouts);
     out.build_log = std::move(cuda->nvrtc_log);
-    out.timings.total_ms = MsSince(start);
-    return out;
-  }
-  auto artifact = GenerateCpu(*kernel, CpuCodegenOptions{});
-  if (!artifact.ok()) {
-    return absl::Status(artifact.status().code(),
-                        StrCat(options.filename, ": kernel '", out.name,
-                               "': ", artifact.status().message()));
+  } else if (IsHipTarget(options.target)) {
+    HipCodegenOptions ho;
+    ho.target = options.target;
+    auto hip = GenerateHip(*kernel, ho);
+    if (!hip.ok()) return located(hip.status());
+    out.binary = std::move(hip->code_object);
+    out.metadata = std::move(hip->metadata);
+    out.device_source = std::move(hip->source);
+    out.layouts = std::move(hip->layouts);
+    out.build_log = std::move(hip->hiprtc_log);
+  } else {
+    auto artifact = GenerateCpu(*kernel, CpuCodegenOptions{});
+    if (!artifact.ok()) return located(artifact.status());
+    out.binary = std::move(artifact->shared_object);
+    out.metadata = std::move(artifact->metadata);
+    out.llvm_ir = std::move(artifact->llvm_ir);
   }
   out.timings.codegen_ms = MsSince(codegen_start);
-  out.binary = std::move(artifact->shared_object);
-  out.metadata = std::move(artifact->metadata);
-  out.llvm_ir = std::move(artifact->llvm_ir);
   out.timings.total_ms = MsSince(start);
   return out;
 }

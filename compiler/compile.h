@@ -13,8 +13,10 @@
 namespace kiln::compiler {
 
 struct CompileOptions {
-  // "cpu", or a CUDA target: "sm_80", "sm_86", "sm_89", "sm_90", "sm_90a"
-  // (sm_90a is compiled as sm_90 for now).
+  // "cpu", a CUDA target: "sm_80", "sm_86", "sm_89", "sm_90", "sm_90a"
+  // (sm_90a is compiled as sm_90 for now), or a HIP target: "gfx908",
+  // "gfx90a", "gfx942" (gfx942 needs hiprtc from ROCm 6.0 or newer:
+  // FailedPrecondition "toolchain too old" with an older one).
   std::string target = "cpu";
   // Which kernel of the program; may be empty when the program has one.
   std::string kernel;
@@ -43,16 +45,18 @@ struct CompiledKernel {
   // target, the toolchain identity and the compiler version (hex).
   std::string key;
   std::string key_text;    // what the key hashes (BinaryKeyText)
-  std::string binary;      // CPU: an ELF shared object
+  std::string binary;      // CPU: an ELF shared object; CUDA: a cubin;
+                           // HIP: an AMDGPU code object (ELF)
   std::string metadata;    // launch metadata (compiler/docs/kernel-handle.md)
   std::string lowered_ir;  // the kernel after the last pass
   std::string llvm_ir;     // CPU: optimised LLVM IR
   std::string ir_dump;     // with print_ir_after_all: IR after each pass
   std::string toolchain;   // the toolchain identity hashed into the key
-  std::string device_source;  // CUDA: the generated CUDA C++
+  std::string device_source;  // CUDA / HIP: the generated CUDA / HIP C++
   std::string ptx;            // CUDA with keep_ptx: the PTX NVRTC produced
-  std::string layouts;        // CUDA: where each tile lives, one per line
-  std::string build_log;      // CUDA: NVRTC's log (ptxas -v report)
+  std::string layouts;        // GPU: where each tile lives, one per line
+  std::string build_log;      // CUDA: NVRTC's log (ptxas -v report); HIP:
+                              // hiprtc's warnings
   CompileTimings timings;
   int prover_queries = 0;
   int prover_z3_queries = 0;
@@ -61,7 +65,8 @@ struct CompiledKernel {
 // Compiles one kernel of `source`. InvalidArgument (every diagnostic, as
 // FILE:LINE:COL lines) for invalid programs, unknown kernels, missing or bad
 // tunable values; Unimplemented (naming the op) for what the target cannot
-// lower; Internal for back-end failures.
+// lower; FailedPrecondition when the target's toolchain (NVRTC, hiprtc) is
+// not installed or too old for the target; Internal for back-end failures.
 absl::StatusOr<CompiledKernel> Compile(std::string_view source,
                                        const CompileOptions& options);
 

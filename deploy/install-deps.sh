@@ -14,6 +14,7 @@ PACKAGES=(
   redis-server openssl
   clang clang-format libclang-rt-14-dev
   python3 python3-numpy python3-pytest python3-yaml
+  libamdhip64-dev libhiprtc-builtins5
 )
 
 missing=()

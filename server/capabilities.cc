@@ -8,7 +8,11 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "compiler/codegen/hip/hip_codegen.h"
+#include "compiler/codegen/hip/hiprtc.h"
 #include "runtime/cuda/cuda_device.h"
+#include "runtime/hip/hip_device.h"
+#include "runtime/hip/hip_driver.h"
 #include "runtime/shared_library.h"
 #include "spdlog/spdlog.h"
 
@@ -21,6 +25,37 @@ constexpr int kSuccess = 0;
 // "12020" style versions (major * 1000 + minor * 10) as "12.2".
 std::string CudaVersionString(int version) {
   return absl::StrCat(version / 1000, ".", (version % 1000) / 10);
+}
+
+// AMD GPUs (after the NVIDIA ones; their index is the HIP ordinal) and the
+// HIP runtime's version. Asking initialises the runtime (hipInit) once.
+void AddAmdGpus(HostCapabilities& caps) {
+  absl::StatusOr<const runtime::hip::Driver*> hip = runtime::hip::Driver::Get();
+  if (!hip.ok()) {
+    spdlog::debug("no AMD GPUs: {}", hip.status().ToString());
+    return;
+  }
+  caps.toolchain_versions["hip_runtime"] = (*hip)->version_string();
+  absl::StatusOr<std::vector<runtime::hip::DeviceInfo>> devices =
+      runtime::hip::ListDevices();
+  if (!devices.ok()) {
+    // The runtime sees GPUs it cannot describe: worth a look.
+    spdlog::warn("AMD GPUs not listed: {}", devices.status().ToString());
+    return;
+  }
+  if (devices->empty()) {
+    spdlog::debug("no AMD GPUs: {}", (*hip)->no_device_reason());
+  }
+  for (const runtime::hip::DeviceInfo& d : *devices) {
+    GpuInfo gpu;
+    gpu.index = d.ordinal;
+    gpu.name = d.name.empty() ? absl::StrCat("AMD ", d.arch()) : d.name;
+    gpu.target = d.arch();
+    gpu.sku = d.sku();
+    gpu.multiprocessors = d.compute_units;
+    gpu.memory_bytes = static_cast<uint64_t>(d.total_memory);
+    caps.gpus.push_back(std::move(gpu));
+  }
 }
 
 }  // namespace
@@ -102,6 +137,18 @@ HostCapabilities ProbeHostCapabilities() {
   } else {
     spdlog::debug("no CUDA targets: {}", nvrtc.status().ToString());
   }
+  // HIP targets: those this host's hiprtc can compile for (Debian 12's
+  // ROCm 5.2 builds gfx908 and gfx90a, not gfx942).
+  for (const char* target : {"gfx908", "gfx90a", "gfx942"}) {
+    if (absl::Status s = compiler::CheckHipToolchain(target); s.ok()) {
+      caps.targets.push_back({target, Target::Kind::kHip});
+    } else {
+      spdlog::debug("no HIP target {}: {}", target, s.ToString());
+    }
+  }
+  if (absl::StatusOr<std::string> v = compiler::hip::HiprtcVersion(); v.ok()) {
+    caps.toolchain_versions["hiprtc"] = *v;
+  }
   // GPUs: asking the driver initialises it, which costs a little once.
   if (absl::StatusOr<std::vector<runtime::cuda::DeviceInfo>> devices =
           runtime::cuda::ListDevices();
@@ -120,6 +167,7 @@ HostCapabilities ProbeHostCapabilities() {
   } else {
     spdlog::debug("no CUDA GPUs: {}", devices.status().ToString());
   }
+  AddAmdGpus(caps);
   if (absl::StatusOr<std::string> driver = ProbeCudaDriverVersion();
       driver.ok()) {
     caps.toolchain_versions["cuda_driver"] = *driver;

@@ -25,11 +25,11 @@ struct Target {
 
 // A GPU attached to the host.
 struct GpuInfo {
-  int index = 0;
-  std::string name;    // "NVIDIA H200"
-  std::string target;  // "sm_90a"
-  std::string sku;     // "NVIDIA-H200-132SM"
-  int multiprocessors = 0;
+  int index = 0;            // the CUDA or HIP device ordinal
+  std::string name;         // "NVIDIA H200", "AMD Instinct MI250X"
+  std::string target;       // "sm_90a", "gfx90a"
+  std::string sku;          // "NVIDIA-H200-132SM", "AMD-Instinct-MI250X-110CU"
+  int multiprocessors = 0;  // SMs or CUs
   uint64_t memory_bytes = 0;
 };
 
@@ -57,8 +57,10 @@ absl::StatusOr<std::string> ProbeCudaDriverVersion();
 
 // The targets this build can compile for (the CPU today; CUDA targets join
 // with the CUDA back end) and the toolchain versions that were found (with
-// NVRTC's architectures as "nvrtc_archs"). Never fails: an absent toolchain
-// is only missing from the map. Logs what it found at debug level.
+// NVRTC's architectures as "nvrtc_archs" and the HIP runtime's version as
+// "hip_runtime"), and the NVIDIA GPUs, then the AMD ones. Never fails: an
+// absent toolchain is only missing from the map. Logs what it found at
+// debug level.
 HostCapabilities ProbeHostCapabilities();
 
 }  // namespace kiln::server

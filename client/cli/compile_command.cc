@@ -77,6 +77,12 @@ void Run(const CompileArgs& args) {
       return;
     }
   }
+  if (args.emit == "ptx" && args.target.rfind("sm_", 0) != 0) {
+    std::cerr << "kiln compile: error: --emit ptx needs a CUDA target (sm_*); "
+              << args.target << " has no PTX (--emit source shows the "
+              << "generated code)\n";
+    Exit(kExitUsage);
+  }
   compiler::CompileOptions options;
   options.target = args.target;
   options.kernel = args.kernel;
@@ -94,7 +100,7 @@ void Run(const CompileArgs& args) {
   if (args.emit == "llvm") {
     std::cout << k->llvm_ir;
   } else if (args.emit == "source") {
-    // CUDA: the generated CUDA C++; CPU: the lowered tile IR.
+    // CUDA / HIP: the generated CUDA / HIP C++; CPU: the lowered tile IR.
     std::cout << (k->device_source.empty() ? k->lowered_ir : k->device_source);
   } else if (args.emit == "ptx") {
     if (k->ptx.empty()) {
@@ -129,9 +135,11 @@ void RegisterCompileCommand(CLI::App& app) {
   cmd->add_option("file", args->file, "Tile-IR file (.tile)")->required();
   cmd->add_option("--target", args->target,
                   "Target: cpu, sm_80, sm_86, sm_89, sm_90, sm_90a (CUDA "
-                  "targets need NVRTC, not a GPU)")
-      ->check(
-          CLI::IsMember({"cpu", "sm_80", "sm_86", "sm_89", "sm_90", "sm_90a"}));
+                  "targets need NVRTC, not a GPU), gfx908, gfx90a, gfx942 "
+                  "(HIP targets need hiprtc from libamdhip64, not a GPU; "
+                  "gfx942 needs ROCm 6.0 or newer)")
+      ->check(CLI::IsMember({"cpu", "sm_80", "sm_86", "sm_89", "sm_90",
+                             "sm_90a", "gfx908", "gfx90a", "gfx942"}));
   cmd->add_option("--kernel", args->kernel,
                   "Which kernel (needed when the file has several)");
   cmd->add_option("-D", args->defines,
@@ -140,7 +148,8 @@ void RegisterCompileCommand(CLI::App& app) {
   cmd->add_option("--emit", args->emit,
                   "Print generated code instead of the summary: llvm "
                   "(optimised LLVM IR, cpu), source (the lowered tile IR for "
-                  "cpu, the generated CUDA C++ for sm_*), ptx (sm_*), "
+                  "cpu, the generated CUDA C++ for sm_*, HIP C++ for gfx*), "
+                  "ptx (sm_*), "
                   "metadata (the launch metadata)")
       ->check(CLI::IsMember({"llvm", "source", "ptx", "metadata"}));
   cmd->add_flag("--print-ir-after-all", args->print_ir_after_all,

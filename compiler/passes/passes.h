@@ -60,11 +60,12 @@ std::unique_ptr<Pass> CreateLowerTileOpsPass();
 // Software pipelining of `pipelined` loops (on the CPU: a plain serial loop).
 std::unique_ptr<Pass> CreatePipelineLoopsPass();
 
-// CUDA targets (sm_*): tile ops stay in the IR for the CUDA code generator.
-// Layout inference plans register (mma accumulator) and shared-memory
-// fragments; pipeline-loops checks stage counts and keeps the loops.
-std::unique_ptr<Pass> CreateCudaLayoutInferencePass();
-std::unique_ptr<Pass> CreateCudaPipelineLoopsPass();
+// GPU targets (CUDA sm_*, HIP gfx*): tile ops stay in the IR for the GPU
+// code generator. Layout inference plans register (matrix-instruction
+// accumulator) and shared-memory fragments with the target's dialect;
+// pipeline-loops checks stage counts and keeps the loops.
+std::unique_ptr<Pass> CreateGpuLayoutInferencePass();
+std::unique_ptr<Pass> CreateGpuPipelineLoopsPass();
 
 }  // namespace kiln::compiler
 

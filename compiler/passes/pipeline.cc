@@ -8,10 +8,11 @@ namespace kiln::compiler {
 std::vector<std::unique_ptr<Pass>> BuildPipeline(const std::string& target) {
   std::vector<std::unique_ptr<Pass>> passes;
   passes.push_back(CreateSpecializePass());
-  if (target.rfind("sm_", 0) == 0) {
-    // CUDA: the code generator lowers tile ops itself (codegen/cuda/).
-    passes.push_back(CreateCudaLayoutInferencePass());
-    passes.push_back(CreateCudaPipelineLoopsPass());
+  if (target.rfind("sm_", 0) == 0 || target.rfind("gfx", 0) == 0) {
+    // CUDA and HIP: the code generator lowers tile ops itself
+    // (codegen/gpu/, with codegen/cuda/ or codegen/hip/).
+    passes.push_back(CreateGpuLayoutInferencePass());
+    passes.push_back(CreateGpuPipelineLoopsPass());
     return passes;
   }
   passes.push_back(CreateLayoutInferencePass());

@@ -3,6 +3,7 @@
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
+#include "runtime/gpu_sku.h"
 
 namespace kiln::runtime::cuda {
 namespace {
@@ -50,13 +51,7 @@ std::string DeviceInfo::arch() const {
   return absl::StrCat("sm_", cc_major, cc_minor);
 }
 
-std::string DeviceInfo::sku() const {
-  std::string s = name;
-  for (char& c : s) {
-    if (c == ' ') c = '-';
-  }
-  return absl::StrCat(s, "-", sm_count, "SM");
-}
+std::string DeviceInfo::sku() const { return GpuSku(name, sm_count, "SM"); }
 
 absl::StatusOr<std::vector<DeviceInfo>> ListDevices() {
   absl::StatusOr<const Driver*> d = Driver::Get();

@@ -6,16 +6,13 @@
 #ifndef KILN_RUNTIME_CUDA_CUDA_KERNEL_H_
 #define KILN_RUNTIME_CUDA_CUDA_KERNEL_H_
 
-#include <array>
 #include <memory>
 #include <string_view>
-#include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
 #include "runtime/cuda/cuda_driver.h"
+#include "runtime/gpu_launch.h"
 #include "runtime/kernel_metadata.h"
 #include "runtime/launch_args.h"
 
@@ -51,21 +48,10 @@ class CudaKernel {
  private:
   CudaKernel(const Driver* d, KernelMetadata md)
       : driver_(d), metadata_(std::move(md)) {}
-  // What the last successful launch bound (its arguments without data).
-  struct Bound {
-    std::vector<ArgValue> args;
-    std::array<unsigned, 3> grid;
-    std::array<unsigned, 3> block;
-    std::vector<long long> symbols;
-  };
-  // Enqueues with `bound`'s grid and symbols and `args`' pointers.
-  absl::Status Enqueue(const Bound& bound, absl::Span<const ArgValue> args,
-                       CUstream stream) const;
 
   const Driver* driver_;
   KernelMetadata metadata_;
-  mutable absl::Mutex bound_mu_;
-  mutable std::shared_ptr<const Bound> bound_ ABSL_GUARDED_BY(bound_mu_);
+  GpuLauncher launcher_;
   CUmodule module_ = nullptr;
   CUfunction function_ = nullptr;
 };

@@ -24,6 +24,10 @@ bool LimitsOf(const std::string& target, Limits* limits) {
     *limits = {163 * 1024};
   } else if (target == "sm_86" || target == "sm_89") {
     *limits = {99 * 1024};
+  } else if (absl::StartsWith(target, "gfx9")) {
+    // 64 KiB of LDS per workgroup; 512 VGPRs (arch + accumulation) per lane
+    // on gfx90a. HIP metadata carries no register count yet.
+    *limits = {64 * 1024, 512, 512 * 1024};
   } else {
     return false;
   }

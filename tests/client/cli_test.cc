@@ -275,5 +275,45 @@ TEST(CliTest, BindingsAreNameEqualsIntegerLists) {
   }
 }
 
+TEST(CliTest, CompileForGfx90aEmitsHipSource) {
+  testing::TempDir dir;
+  testing::WriteFile(dir.File("gemm.tile"), kGemm);
+  const std::vector<std::string> base = {"compile", dir.File("gemm.tile"),
+                                         "-D",      "BM=64,BN=64,BK=32",
+                                         "--local", "--target",
+                                         "gfx90a"};
+  // --emit ptx is CUDA's: a usage error before compiling.
+  std::vector<std::string> ptx = base;
+  ptx.insert(ptx.end(), {"--emit", "ptx"});
+  testing::RunResult p = Kiln(ptx);
+  EXPECT_EQ(p.exit_code, 2);
+  EXPECT_THAT(p.err, HasSubstr("--emit ptx needs a CUDA target (sm_*)"));
+  std::vector<std::string> source = base;
+  source.insert(source.end(), {"--emit", "source"});
+  testing::RunResult r = Kiln(source);
+  if (r.exit_code == 1 &&
+      r.err.find("hiprtc is not installed") != std::string::npos) {
+    GTEST_SKIP() << "hiprtc (libamdhip64) is not installed: " << r.err;
+  }
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("#include \"kiln/kiln.hip.h\""));
+  EXPECT_THAT(r.out, HasSubstr("kiln::gemm_ss<kiln::f16_t, 64, 64, 32"));
+  std::vector<std::string> metadata = base;
+  metadata.insert(metadata.end(), {"--emit", "metadata"});
+  testing::RunResult m = Kiln(metadata);
+  EXPECT_EQ(m.exit_code, 0) << m.err;
+  EXPECT_THAT(m.out, HasSubstr("target gfx90a"));
+  // gfx942 needs a newer hiprtc than Debian's 5.2.
+  std::vector<std::string> mi300 = {"compile", dir.File("gemm.tile"),
+                                    "-D",      "BM=64,BN=64,BK=32",
+                                    "--local", "--target",
+                                    "gfx942"};
+  testing::RunResult t = Kiln(mi300);
+  if (t.exit_code != 0) {
+    EXPECT_EQ(t.exit_code, 1);
+    EXPECT_THAT(t.err, HasSubstr("needs hiprtc from ROCm 6.0 or newer"));
+  }
+}
+
 }  // namespace
 }  // namespace kiln::cli

@@ -3,8 +3,10 @@
 
 #include <algorithm>
 
+#include "compiler/codegen/hip/hip_codegen.h"
 #include "compiler/compile.h"
 #include "gtest/gtest.h"
+#include "runtime/hip/hip_driver.h"
 #include "server/service_core.h"
 #include "tests/support/test_kernels.h"
 
@@ -30,6 +32,15 @@ TEST(CapabilitiesTest, AdvertisesOnlyTargetsTheCompilerBuilds) {
     if (t.kind == Target::Kind::kCuda) ++cuda;
   }
   EXPECT_EQ(cuda > 0, nvrtc);
+  // HIP targets exactly when hiprtc can build them (CI: Debian's ROCm 5.2,
+  // which knows gfx90a but not gfx942).
+  const bool hip = compiler::CheckHipToolchain("gfx90a").ok();
+  const auto has = [&](const char* name) {
+    return std::find(caps.targets.begin(), caps.targets.end(),
+                     Target{name, Target::Kind::kHip}) != caps.targets.end();
+  };
+  EXPECT_EQ(has("gfx90a"), hip);
+  EXPECT_EQ(has("gfx942"), compiler::CheckHipToolchain("gfx942").ok());
   if (nvrtc) {
     EXPECT_NE(std::find(caps.targets.begin(), caps.targets.end(),
                         Target{"sm_90a", Target::Kind::kCuda}),
@@ -58,6 +69,23 @@ TEST(CapabilitiesTest, NvrtcIsReportedAsAToolchain) {
     const std::string& archs = caps.toolchain_versions["nvrtc_archs"];
     EXPECT_EQ(archs.rfind("sm_", 0), 0u) << archs;
   }
+}
+
+// With libamdhip64 but no AMD GPU (here and in CI): the runtime's version
+// is reported, no AMD GPU is.
+TEST(CapabilitiesTest, HipRuntimeIsReportedAndItsGpus) {
+  HostCapabilities caps = ProbeHostCapabilities();
+  absl::StatusOr<const runtime::hip::Driver*> hip = runtime::hip::Driver::Get();
+  EXPECT_EQ(caps.toolchain_versions.count("hip_runtime") == 1, hip.ok());
+  const int amd_gpus = hip.ok() ? (*hip)->device_count() : 0;
+  int gfx = 0;
+  for (const GpuInfo& gpu : caps.gpus) {
+    if (gpu.target.rfind("gfx", 0) == 0) {
+      ++gfx;
+      EXPECT_EQ(gpu.sku.rfind("AMD-", 0), 0u) << gpu.sku;
+    }
+  }
+  EXPECT_EQ(gfx, amd_gpus);
 }
 
 TEST(CapabilitiesTest, ConvertsToProto) {

@@ -218,7 +218,8 @@ class Kernel:
         return ctypes.string_at(data, size) if size else b""
 
     def launch(self, args: Any, stream: Optional[int]) -> None:
-        """Launches with a ``kiln_arg[]``; ``stream`` is a CUstream or None."""
+        """Launches with a ``kiln_arg[]``; ``stream`` is a CUstream (CUDA) or a
+        hipStream_t (HIP), or None."""
         status = self._lib.kiln_kernel_launch(self._ptr, args, len(args),
                                               c_void_p(stream or None))
         _check(self._lib, status, "kiln_kernel_launch")

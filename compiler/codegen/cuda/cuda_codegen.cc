@@ -1,10 +1,8 @@
 #include "compiler/codegen/cuda/cuda_codegen.h"
 
 #include "compiler/codegen/cuda/device_headers.h"
-#include "compiler/codegen/cuda/fragment_plan.h"
-#include "compiler/codegen/cuda/kernel_source.h"
 #include "compiler/codegen/cuda/nvrtc.h"
-#include "compiler/codegen/metadata_writer.h"
+#include "compiler/codegen/gpu/render.h"
 #include "compiler/ir/const_fold.h"
 #include "compiler/ir/format.h"
 
@@ -29,6 +27,24 @@ std::string CudaArch(std::string_view t) {
   return t == "sm_90a" ? "sm_90" : std::string(t);
 }
 
+const gpu::GpuDialect& CudaDialect() {
+  static const gpu::GpuDialect* d = [] {
+    auto* x = new gpu::GpuDialect;
+    x->vendor = "CUDA";
+    x->wave_size = 32;
+    // mma.sync m16n8k16: lane l holds rows l/4 and l/4 + 8, columns
+    // 2 * (l % 4) + {0, 1} (kiln/mma.cuh).
+    x->acc = gpu::AccumulatorShape{16, 8, 4, 2, 2, 4};
+    x->acc_feeds_a_operand = true;
+    x->row_group_reduce = "kiln::quad_reduce";
+    x->device_include = "kiln/kiln.cuh";
+    x->launch_bounds_min_blocks = true;
+    x->ring_name = "cp.async";
+    return x;
+  }();
+  return *d;
+}
+
 absl::StatusOr<std::string> CudaToolchainIdentity(std::string_view target) {
   auto v = cuda::NvrtcVersion();
   if (!v.ok()) return absl::FailedPreconditionError(v.status().message());
@@ -41,10 +57,6 @@ absl::StatusOr<CudaArtifact> GenerateCudaSource(const Kernel& k,
   if (!IsCudaTarget(o.target)) {
     return absl::InvalidArgumentError("not a CUDA target: " + o.target);
   }
-  auto threads = FoldInt(k.threads);
-  if (!threads) {
-    return absl::InvalidArgumentError("threads(...) is not a constant");
-  }
   const std::string arch = CudaArch(o.target);
   for (const Expr& c : k.cluster) {
     auto v = FoldInt(c);
@@ -56,29 +68,18 @@ absl::StatusOr<CudaArtifact> GenerateCudaSource(const Kernel& k,
                  o.target));
     }
   }
-  cuda::FragmentPlan plan = cuda::PlanFragments(k, *threads);
-  auto src = cuda::EmitKernelSource(k, plan);
-  if (!src.ok()) return src.status();
-  if (src->shared_bytes > MaxSharedBytes(arch)) {
-    return absl::InvalidArgumentError(
-        StrCat("the kernel needs ", src->shared_bytes,
-               " bytes of shared memory per block; ", arch, " allows ",
-               MaxSharedBytes(arch), " (choose smaller tiles)"));
-  }
+  gpu::RenderOptions ro;
+  ro.target = o.target;
+  ro.arch = arch;
+  ro.max_shared_bytes = MaxSharedBytes(arch);
+  auto r = gpu::RenderKernel(k, CudaDialect(), ro);
+  if (!r.ok()) return r.status();
   CudaArtifact out;
-  out.source = std::move(src->source);
-  out.entry = src->entry;
-  out.shared_bytes = src->shared_bytes;
-  for (const auto& [tile, layout] : plan.Describe()) {
-    StrAppend(&out.layouts, tile, ": ", layout, "\n");
-  }
-  MetadataOptions mo;
-  mo.target = o.target;
-  mo.entry = out.entry;
-  mo.shared_bytes = out.shared_bytes;
-  auto md = WriteKernelMetadata(k, mo);
-  if (!md.ok()) return md.status();
-  out.metadata = std::move(*md);
+  out.source = std::move(r->source);
+  out.entry = std::move(r->entry);
+  out.shared_bytes = r->shared_bytes;
+  out.layouts = std::move(r->layouts);
+  out.metadata = std::move(r->metadata);
   return out;
 }
 

@@ -1,7 +1,8 @@
 // The CUDA target's back end: a specialised kernel (tile ops intact, see
-// kernel_source.h) to CUDA C++ source, compiled by NVRTC to a cubin for one
-// architecture, plus its launch metadata (compiler/docs/kernel-handle.md,
-// "CUDA target ABI"). NVRTC is loaded with dlopen (nvrtc.h); no GPU needed.
+// gpu/kernel_source.h) to CUDA C++ source through the shared GPU lowering
+// with the CUDA dialect, compiled by NVRTC to a cubin for one architecture,
+// plus its launch metadata (compiler/docs/kernel-handle.md, "CUDA target
+// ABI"). NVRTC is loaded with dlopen (nvrtc.h); no GPU needed.
 #ifndef KILN_COMPILER_CODEGEN_CUDA_CUDA_CODEGEN_H_
 #define KILN_COMPILER_CODEGEN_CUDA_CUDA_CODEGEN_H_
 
@@ -10,6 +11,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "compiler/codegen/gpu/gpu_dialect.h"
 #include "compiler/ir/ir.h"
 
 namespace kiln::compiler {
@@ -18,6 +20,10 @@ namespace kiln::compiler {
 bool IsCudaTarget(std::string_view target);
 // The NVRTC architecture a target compiles for ("sm_90" for "sm_90a").
 std::string CudaArch(std::string_view target);
+
+// What the shared GPU lowering needs to know about CUDA: 32-lane warps,
+// mma.sync m16n8k16 accumulators, cp.async, kiln/kiln.cuh.
+const gpu::GpuDialect& CudaDialect();
 
 struct CudaCodegenOptions {
   std::string target = "sm_80";

@@ -7,23 +7,18 @@
 #include <span>
 #include <string>
 
+#include "compiler/codegen/gpu/device_header.h"
+
 namespace kiln::compiler::cuda {
 
-struct DeviceHeader {
-  const char* name;  // include name, e.g. "kiln/mma.cuh"
-  const char* text;
-};
+using gpu::DeviceHeader;  // include name ("kiln/mma.cuh") and text
 
-// Every header, sorted by name.
+// Every header, sorted by name (defined in the generated
+// device_headers_data.cc, embed_headers.cmake).
 std::span<const DeviceHeader> DeviceHeaders();
 
 // SHA-256 (hex) over every header's name and text.
 const std::string& DeviceHeadersHash();
-
-namespace internal {
-extern const DeviceHeader kDeviceHeaders[];
-extern const int kNumDeviceHeaders;
-}  // namespace internal
 
 }  // namespace kiln::compiler::cuda
 

@@ -1,12 +1,12 @@
 #include "compiler/codegen/cuda/nvrtc.h"
 
-#include <dlfcn.h>
-
 #include <mutex>
 #include <regex>
 #include <sstream>
 
 #include "compiler/codegen/cuda/device_headers.h"
+#include "compiler/codegen/gpu/generated_line.h"
+#include "compiler/codegen/gpu/toolchain_library.h"
 #include "compiler/ir/format.h"
 
 namespace kiln::compiler::cuda {
@@ -34,28 +34,18 @@ struct Api {
 const Api& LoadApi() {
   static Api* api = [] {
     Api* a = new Api;
-    const char* candidates[] = {"libnvrtc.so.13", "libnvrtc.so.12",
-                                "/usr/local/cuda/lib64/libnvrtc.so.13",
-                                "/usr/local/cuda/lib64/libnvrtc.so.12",
-                                "libnvrtc.so"};
-    void* h = nullptr;
     std::string tried;
-    for (const char* c : candidates) {
-      h = dlopen(c, RTLD_NOW | RTLD_LOCAL);
-      if (h) break;
-      const char* e = dlerror();
-      StrAppend(&tried, "\n  ", c, ": ", e ? e : "not found");
-    }
+    void* h = gpu::OpenFirstLibrary(
+        {"libnvrtc.so.13", "libnvrtc.so.12",
+         "/usr/local/cuda/lib64/libnvrtc.so.13",
+         "/usr/local/cuda/lib64/libnvrtc.so.12", "libnvrtc.so"},
+        &tried);
     if (!h) {
       a->error = "NVRTC is not installed (tried:" + tried + ")";
       return a;
     }
     auto sym = [&](auto& fn, const char* name) {
-      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(
-          dlsym(h, name));
-      if (!fn && a->error.empty()) {
-        a->error = StrCat("NVRTC lacks ", name);
-      }
+      gpu::BindSymbol(h, name, "NVRTC", fn, &a->error);
     };
     sym(a->version, "nvrtcVersion");
     sym(a->create, "nvrtcCreateProgram");
@@ -105,34 +95,8 @@ PtxasInfo ParsePtxasLog(const std::string& log) {
 }
 
 std::string AnnotateLog(const std::string& log, const std::string& source) {
-  std::vector<std::string> lines;
-  {
-    std::istringstream in(source);
-    for (std::string l; std::getline(in, l);) lines.push_back(l);
-  }
   static const std::regex kErr(R"(^(.*)\((\d+)\): (error|warning).*$)");
-  std::string out;
-  std::istringstream in(log);
-  for (std::string l; std::getline(in, l);) {
-    out += l + "\n";
-    std::smatch m;
-    if (!std::regex_match(l, m, kErr)) continue;
-    const int64_t n = std::stoll(m[2].str());
-    if (n < 1 || n > static_cast<int64_t>(lines.size())) continue;
-    StrAppend(&out, "  generated line ", n, " | ", lines[n - 1], "\n");
-    for (int64_t i = n - 1; i >= 0; --i) {
-      const std::string& s = lines[i];
-      size_t p = s.find("// tile ");
-      if (p != std::string::npos) {
-        std::string loc = s.substr(p + 8);
-        size_t end = loc.find_first_of(": ", loc.find(':') + 1);
-        StrAppend(&out, "  from the tile-IR statement at line:col ",
-                  loc.substr(0, end), "\n");
-        break;
-      }
-    }
-  }
-  return out;
+  return gpu::AnnotateLog(log, source, kErr, 2);
 }
 
 absl::StatusOr<NvrtcOutput> CompileToCubin(const std::string& source,

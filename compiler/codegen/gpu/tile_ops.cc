@@ -1,10 +1,10 @@
-// Element-wise tile ops of the CUDA emitter: copy (with the cp.async and
-// vectorised fast paths), fill, atomic_add, parallel, cumsum, and gemm
-// (tensor cores for register accumulators, a per-thread dot product
+// Element-wise tile ops of the GPU emitter: copy (with the async / 16-byte
+// and vectorised fast paths), fill, atomic_add, parallel, cumsum, and gemm
+// (matrix cores for register accumulators, a per-thread dot product
 // otherwise).
-#include "compiler/codegen/cuda/kernel_source_internal.h"
+#include "compiler/codegen/gpu/kernel_source_internal.h"
 
-namespace kiln::compiler::cuda::internal {
+namespace kiln::compiler::gpu::internal {
 
 absl::Status Emitter::EmitCopy(const CopyStmt& c, const Loc& loc) {
   auto src = MakeAccess(c.src);
@@ -63,7 +63,8 @@ absl::Status Emitter::EmitCopy(const CopyStmt& c, const Loc& loc) {
 }
 
 // A whole rank-2 shared tile <-> a rank-2 global region whose last dim is
-// contiguous: cp.async / 16-byte stores with edge predication.
+// contiguous: 16-byte chunks (cp.async where the target has it) and 16-byte
+// stores, with edge predication.
 bool Emitter::TryFastCopy(const Access& src, const Access& dst, const Loc& loc,
                           const std::string& dst_ptr_override, bool wait,
                           absl::Status* st) {
@@ -347,7 +348,8 @@ absl::Status Emitter::EmitGemm(const GemmStmt& g, const Loc& loc) {
     return absl::InvalidArgumentError(StrCat(At(loc), ": gemm extents"));
   }
   if (c->buf->reg) {
-    // Tensor cores: ldmatrix + mma.sync from swizzled shared tiles.
+    // Matrix cores from swizzled shared tiles (the library's gemm_ss:
+    // ldmatrix + mma.sync on CUDA, MFMA on HIP).
     const RegisterFragment& rf = *c->buf->reg;
     const std::string tag = NarrowTag(a->buf->dtype);
     if (g.clear_accum) {
@@ -412,4 +414,4 @@ absl::Status Emitter::EmitGemm(const GemmStmt& g, const Loc& loc) {
   return st;
 }
 
-}  // namespace kiln::compiler::cuda::internal
+}  // namespace kiln::compiler::gpu::internal

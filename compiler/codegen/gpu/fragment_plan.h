@@ -1,11 +1,13 @@
-// Where each tile of a CUDA kernel lives and how fragments map to threads:
-// the CUDA layout inference. Fragments that only meet element-wise ops in
-// their own index space (fill, whole-tile copies, `parallel` bodies indexing
-// them by the loop variables, row reductions, atomic_add) and are the
-// accumulator of tensor-core GEMMs are held in registers in the mma.sync
-// accumulator layout (kiln/mma.cuh, AccLayout); every other fragment lives in
-// shared memory. 16-bit shared tiles that feed tensor-core GEMMs get a
-// swizzled layout (kiln/shared_layout.cuh).
+// Where each tile of a GPU kernel lives and how fragments map to threads:
+// the GPU layout inference, for any vendor (gpu_dialect.h gives the matrix
+// instruction's accumulator shape and the wave size). Fragments that only
+// meet element-wise ops in their own index space (fill, whole-tile copies,
+// `parallel` bodies indexing them by the loop variables, row reductions,
+// atomic_add) and are the accumulator of matrix-core GEMMs are held in
+// registers in the matrix instruction's accumulator layout (kiln/mma,
+// AccLayout); every other fragment lives in shared memory (LDS). 16-bit
+// shared tiles that feed matrix-core GEMMs get a swizzled layout
+// (kiln/shared_layout).
 //
 // 1. Collect every tile with its scope, dtype and constant shape.
 // 2. For each gemm whose operands are whole 16-bit shared-memory tiles and
@@ -17,16 +19,19 @@
 //    loop variables, a `parallel` mixing two register layouts), to a
 //    fixpoint; then drop the largest while the register budget is exceeded.
 // 4. Mark the operand tiles of the remaining tensor-core gemms swizzled.
-// 6. A operands in registers: a 16-bit fragment written only by a copy
-//    from a register accumulator and read only as the A operand of
-//    tensor-core gemms whose accumulators have the same row layout.
+// 6. A operands in registers (where the dialect's accumulator layout is an
+//    A-operand layout): a 16-bit fragment written only by a copy from a
+//    register accumulator and read only as the A operand of tensor-core
+//    gemms whose accumulators have the same row layout.
 // 5. Row vectors: 1-D f32 fragments that meet only row reductions of
 //    register accumulators (one warp per row), fills, whole copies,
 //    `parallel`s over their rows (storing only into registers) and
 //    `parallel`s over an accumulator reading them by row are held in
 //    registers too, in the accumulator's row layout.
-#ifndef KILN_COMPILER_CODEGEN_CUDA_FRAGMENT_PLAN_H_
-#define KILN_COMPILER_CODEGEN_CUDA_FRAGMENT_PLAN_H_
+// Register counts and the warp grid follow the dialect's accumulator tile
+// (16 x 8 per mma.sync, 16 x 16 per MFMA) and wave size (32, 64).
+#ifndef KILN_COMPILER_CODEGEN_GPU_FRAGMENT_PLAN_H_
+#define KILN_COMPILER_CODEGEN_GPU_FRAGMENT_PLAN_H_
 
 #include <cstdint>
 #include <map>
@@ -34,9 +39,10 @@
 #include <string>
 #include <vector>
 
+#include "compiler/codegen/gpu/gpu_dialect.h"
 #include "compiler/ir/ir.h"
 
-namespace kiln::compiler::cuda {
+namespace kiln::compiler::gpu {
 
 struct TileInfo {
   Scope scope = Scope::kShared;
@@ -45,11 +51,15 @@ struct TileInfo {
   Layout layout;
 };
 
-// A register fragment in the mma accumulator layout.
+// A register fragment in the matrix instruction's accumulator layout; the
+// instruction tile (tile_m x tile_n, tile_regs per lane) is the dialect's.
 struct RegisterFragment {
   int64_t m = 0, n = 0;
   int warps_m = 1, warps_n = 1;
-  int64_t regs() const { return (m / warps_m / 16) * (n / warps_n / 8) * 4; }
+  int tile_m = 16, tile_n = 8, tile_regs = 4;
+  int64_t regs() const {
+    return (m / warps_m / tile_m) * (n / warps_n / tile_n) * tile_regs;
+  }
   bool operator==(const RegisterFragment& o) const {
     return m == o.m && n == o.n && warps_m == o.warps_m && warps_n == o.warps_n;
   }
@@ -57,11 +67,12 @@ struct RegisterFragment {
 
 // A 1-D fragment indexed by the rows of register accumulators: each thread
 // holds the rows it owns in the accumulator layout (kiln::RowLayout), the
-// four lanes of a row group holding the same values.
+// lanes of a row group holding the same values.
 struct RowFragment {
   int64_t m = 0;
   int warps_m = 1, warps_n = 1;
-  int64_t regs() const { return m / warps_m / 16 * 2; }
+  int tile_m = 16, rows_per_lane = 2;
+  int64_t regs() const { return m / warps_m / tile_m * rows_per_lane; }
 };
 
 struct FragmentPlan {
@@ -79,12 +90,13 @@ struct FragmentPlan {
 
 // The plan for a specialised kernel (every tile dim an integer constant);
 // `threads` is the block size.
-FragmentPlan PlanFragments(const Kernel& kernel, int64_t threads);
+FragmentPlan PlanFragments(const Kernel& kernel, int64_t threads,
+                           const GpuDialect& dialect);
 
 // The warp grid for an M x N accumulator (nullopt when none fits).
 bool ChooseWarps(int64_t m, int64_t n, int64_t warps, GemmPolicy policy,
                  int* warps_m, int* warps_n);
 
-}  // namespace kiln::compiler::cuda
+}  // namespace kiln::compiler::gpu
 
-#endif  // KILN_COMPILER_CODEGEN_CUDA_FRAGMENT_PLAN_H_
+#endif  // KILN_COMPILER_CODEGEN_GPU_FRAGMENT_PLAN_H_

@@ -1,7 +1,7 @@
-// Scalar expressions of the tile IR as CUDA C++ text, with the IR's typing
-// and semantics (tile-ir.md §3; the CPU back end's scalar_emitter.h is the
-// reference): the register C++ type of every IR type, implicit and explicit
-// conversions, operators and builtins. The device library (kiln/scalar.cuh)
+// Scalar expressions of the tile IR as GPU (CUDA / HIP) C++ text, with the IR's
+// typing and semantics (tile-ir.md §3; the CPU back end's scalar_emitter.h is
+// the reference): the register C++ type of every IR type, implicit and explicit
+// conversions, operators and builtins. The device library (kiln/scalar)
 // supplies rounding, floor division, shifts and saturating casts.
 //
 // Register representation: int and i64 -> long long; i32 int; u32 unsigned;
@@ -9,8 +9,8 @@
 // f32 float; f64 and untyped float double; f16, bf16, f8e4m3, f8e5m2 float
 // holding a value exactly representable in the dtype (every operation
 // rounds its result with kiln::round_to).
-#ifndef KILN_COMPILER_CODEGEN_CUDA_EXPR_EMITTER_H_
-#define KILN_COMPILER_CODEGEN_CUDA_EXPR_EMITTER_H_
+#ifndef KILN_COMPILER_CODEGEN_GPU_EXPR_EMITTER_H_
+#define KILN_COMPILER_CODEGEN_GPU_EXPR_EMITTER_H_
 
 #include <functional>
 #include <map>
@@ -21,7 +21,7 @@
 #include "compiler/ir/ir.h"
 #include "compiler/ir/type_check.h"
 
-namespace kiln::compiler::cuda {
+namespace kiln::compiler::gpu {
 
 // A C++ expression with its IR type.
 struct CExpr {
@@ -37,7 +37,7 @@ std::string StorageType(DType t);
 // The device library's tag for a narrow float ("kiln::f16_t"); empty for
 // other types.
 std::string NarrowTag(DType t);
-// A C++ identifier for an IR name (IR names that are C++ keywords or CUDA
+// A C++ identifier for an IR name (IR names that are C++ keywords or GPU
 // builtins get a suffix).
 std::string Mangle(const std::string& name);
 
@@ -68,6 +68,6 @@ class ExprEmitter {
   LoadFn load_;
 };
 
-}  // namespace kiln::compiler::cuda
+}  // namespace kiln::compiler::gpu
 
-#endif  // KILN_COMPILER_CODEGEN_CUDA_EXPR_EMITTER_H_
+#endif  // KILN_COMPILER_CODEGEN_GPU_EXPR_EMITTER_H_

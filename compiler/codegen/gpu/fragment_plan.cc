@@ -1,4 +1,4 @@
-#include "compiler/codegen/cuda/fragment_plan.h"
+#include "compiler/codegen/gpu/fragment_plan.h"
 
 #include <cstdlib>
 #include <functional>
@@ -6,7 +6,7 @@
 #include "compiler/ir/const_fold.h"
 #include "compiler/ir/format.h"
 
-namespace kiln::compiler::cuda {
+namespace kiln::compiler::gpu {
 namespace {
 
 constexpr int64_t kMaxRegsPerFragment = 128;
@@ -85,7 +85,7 @@ struct Groups {
   }
 };
 
-void PlanRows(const Kernel& k, FragmentPlan* plan) {
+void PlanRows(const Kernel& k, const GpuDialect& dialect, FragmentPlan* plan) {
   std::set<std::string> cand, bad;
   for (const auto& [name, t] : plan->tiles) {
     if (t.scope == Scope::kFragment && t.dims.size() == 1 &&
@@ -217,7 +217,8 @@ void PlanRows(const Kernel& k, FragmentPlan* plan) {
         if (!is_row(r)) continue;
         for (const auto& [name, rf] : plan->registers) {
           if (g.Find(name) == g.Find(r)) {
-            plan->rows[r] = RowFragment{rf.m, rf.warps_m, rf.warps_n};
+            plan->rows[r] = RowFragment{rf.m, rf.warps_m, rf.warps_n, rf.tile_m,
+                                        dialect.acc.rows_per_lane};
             break;
           }
         }
@@ -343,7 +344,8 @@ std::map<std::string, std::string> FragmentPlan::Describe() const {
   return out;
 }
 
-FragmentPlan PlanFragments(const Kernel& k, int64_t threads) {
+FragmentPlan PlanFragments(const Kernel& k, int64_t threads,
+                           const GpuDialect& dialect) {
   FragmentPlan plan;
   ForEachStmt(k.body, [&](const Stmt& s) {
     if (auto* a = std::get_if<AllocStmt>(&s.node)) {
@@ -355,7 +357,8 @@ FragmentPlan PlanFragments(const Kernel& k, int64_t threads) {
       plan.tiles[a->name] = t;
     }
   });
-  const int64_t warps = threads % 32 == 0 ? threads / 32 : 0;
+  const int64_t wave = dialect.wave_size;
+  const int64_t warps = threads % wave == 0 ? threads / wave : 0;
   auto tile = [&](const std::string& n) -> const TileInfo* {
     auto it = plan.tiles.find(n);
     return it == plan.tiles.end() ? nullptr : &it->second;
@@ -379,6 +382,9 @@ FragmentPlan PlanFragments(const Kernel& k, int64_t threads) {
               Is16Bit(a->dtype) && smem_operand(g->a, a->dtype) &&
               smem_operand(g->b, a->dtype);
     RegisterFragment rf;
+    rf.tile_m = dialect.acc.tile_m;
+    rf.tile_n = dialect.acc.tile_n;
+    rf.tile_regs = dialect.acc.regs_per_tile;
     if (ok) {
       int64_t kd = g->transpose_a ? a->dims[0] : a->dims[1];
       rf.m = c->dims[0];
@@ -489,9 +495,9 @@ FragmentPlan PlanFragments(const Kernel& k, int64_t threads) {
   }
 
   // 5. Row vectors.
-  PlanRows(k, &plan);
+  PlanRows(k, dialect, &plan);
   // 6. A operands in registers.
-  PlanPacked(k, &plan);
+  if (dialect.acc_feeds_a_operand) PlanPacked(k, &plan);
 
   // 4. Swizzled operands of the tensor-core gemms.
   ForEachStmt(k.body, [&](const Stmt& s) {
@@ -505,4 +511,4 @@ FragmentPlan PlanFragments(const Kernel& k, int64_t threads) {
   return plan;
 }
 
-}  // namespace kiln::compiler::cuda
+}  // namespace kiln::compiler::gpu

@@ -1,9 +1,9 @@
-// Internal to the CUDA code generator: the kernel-source emitter shared by
+// Internal to the GPU code generators: the kernel-source emitter shared by
 // kernel_source.cc (statements, allocation, the kernel), tile_ops.cc (copy,
 // fill, atomic_add, parallel, cumsum, gemm), reduce_op.cc and
-// pipelined_loop.cc (the cp.async ring). Not a public interface.
-#ifndef KILN_COMPILER_CODEGEN_CUDA_KERNEL_SOURCE_INTERNAL_H_
-#define KILN_COMPILER_CODEGEN_CUDA_KERNEL_SOURCE_INTERNAL_H_
+// pipelined_loop.cc (the shared-memory ring). Not a public interface.
+#ifndef KILN_COMPILER_CODEGEN_GPU_KERNEL_SOURCE_INTERNAL_H_
+#define KILN_COMPILER_CODEGEN_GPU_KERNEL_SOURCE_INTERNAL_H_
 
 #include <functional>
 #include <map>
@@ -13,17 +13,17 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "compiler/codegen/cuda/expr_emitter.h"
-#include "compiler/codegen/cuda/fragment_plan.h"
-#include "compiler/codegen/cuda/kernel_source.h"
+#include "compiler/codegen/gpu/expr_emitter.h"
+#include "compiler/codegen/gpu/fragment_plan.h"
+#include "compiler/codegen/gpu/kernel_source.h"
 #include "compiler/ir/const_fold.h"
 #include "compiler/ir/dtype.h"
 #include "compiler/ir/format.h"
 #include "compiler/ir/ir.h"
 
-namespace kiln::compiler::cuda::internal {
+namespace kiln::compiler::gpu::internal {
 
-#define KILN_CUDA_RETURN_IF_ERROR(expr)  \
+#define KILN_GPU_RETURN_IF_ERROR(expr)   \
   do {                                   \
     absl::Status kiln_st_ = (expr);      \
     if (!kiln_st_.ok()) return kiln_st_; \
@@ -143,7 +143,8 @@ inline bool Whole(const Region& r) {
 
 class Emitter {
  public:
-  Emitter(const Kernel& k, const FragmentPlan& plan) : k_(k), plan_(plan) {}
+  Emitter(const Kernel& k, const FragmentPlan& plan, const GpuDialect& dialect)
+      : k_(k), plan_(plan), dialect_(dialect) {}
 
   absl::StatusOr<KernelSource> Run();
 
@@ -261,6 +262,7 @@ class Emitter {
 
   const Kernel& k_;
   const FragmentPlan& plan_;
+  const GpuDialect& dialect_;
   std::string out_;
   int indent_ = 0;
   std::map<std::string, std::pair<std::string, Type>> vars_;
@@ -287,6 +289,6 @@ class Emitter {
 void CollectUses(const Block& b, std::set<std::string>* used,
                  std::set<std::string>* declared);
 
-}  // namespace kiln::compiler::cuda::internal
+}  // namespace kiln::compiler::gpu::internal
 
-#endif  // KILN_COMPILER_CODEGEN_CUDA_KERNEL_SOURCE_INTERNAL_H_
+#endif  // KILN_COMPILER_CODEGEN_GPU_KERNEL_SOURCE_INTERNAL_H_

@@ -1,13 +1,15 @@
-// Layout inference for CUDA targets: where each tile lives and how
-// fragments map to threads (the analysis is compiler/codegen/cuda/
-// fragment_plan.h, which the CUDA code generator runs again on the same
-// kernel).
+// Layout inference for GPU targets (CUDA sm_*, HIP gfx*): where each tile
+// lives and how fragments map to threads (the analysis is
+// compiler/codegen/gpu/fragment_plan.h with the target's dialect, which the
+// code generator runs again on the same kernel).
 //
 // 1. Check the block size is a constant (tile-to-thread maps depend on it).
-// 2. Plan fragments: mma accumulators in registers, the rest in shared
-//    memory; tensor-core operand tiles swizzled.
+// 2. Plan fragments: matrix-core accumulators in registers, the rest in
+//    shared memory; matrix-core operand tiles swizzled.
 // 3. Record the plan in the pass context (shown by --print-ir-after-all).
-#include "compiler/codegen/cuda/fragment_plan.h"
+#include "compiler/codegen/cuda/cuda_codegen.h"
+#include "compiler/codegen/gpu/fragment_plan.h"
+#include "compiler/codegen/hip/hip_codegen.h"
 #include "compiler/ir/const_fold.h"
 #include "compiler/ir/format.h"
 #include "compiler/passes/passes.h"
@@ -15,7 +17,11 @@
 namespace kiln::compiler {
 namespace {
 
-class CudaLayoutInferencePass : public Pass {
+const gpu::GpuDialect& DialectOf(const std::string& target) {
+  return IsHipTarget(target) ? HipDialect() : CudaDialect();
+}
+
+class GpuLayoutInferencePass : public Pass {
  public:
   std::string_view name() const override { return "layout-inference"; }
   absl::Status Run(Kernel& k, PassContext& ctx) override {
@@ -25,7 +31,8 @@ class CudaLayoutInferencePass : public Pass {
           k.loc.line, ":", k.loc.col,
           ": threads(...) must be a constant in 1..1024 for ", ctx.target));
     }
-    cuda::FragmentPlan plan = cuda::PlanFragments(k, *threads);
+    gpu::FragmentPlan plan =
+        gpu::PlanFragments(k, *threads, DialectOf(ctx.target));
     for (const auto& [tile, layout] : plan.Describe()) {
       ctx.layouts[tile] = layout;
     }
@@ -33,8 +40,9 @@ class CudaLayoutInferencePass : public Pass {
   }
 };
 
-// Pipelined loops stay in the IR on CUDA targets: the code generator turns
-// them into a multi-stage cp.async ring. This pass checks the stage count.
+// Pipelined loops stay in the IR on GPU targets: the code generator turns
+// them into a multi-stage shared-memory ring. This pass checks the stage
+// count.
 absl::Status CheckStages(const Block& block) {
   for (const Stmt& s : block) {
     if (auto* f = std::get_if<ForStmt>(&s.node)) {
@@ -57,7 +65,7 @@ absl::Status CheckStages(const Block& block) {
   return absl::OkStatus();
 }
 
-class CudaPipelineLoopsPass : public Pass {
+class GpuPipelineLoopsPass : public Pass {
  public:
   std::string_view name() const override { return "pipeline-loops"; }
   absl::Status Run(Kernel& k, PassContext&) override {
@@ -67,11 +75,11 @@ class CudaPipelineLoopsPass : public Pass {
 
 }  // namespace
 
-std::unique_ptr<Pass> CreateCudaLayoutInferencePass() {
-  return std::make_unique<CudaLayoutInferencePass>();
+std::unique_ptr<Pass> CreateGpuLayoutInferencePass() {
+  return std::make_unique<GpuLayoutInferencePass>();
 }
-std::unique_ptr<Pass> CreateCudaPipelineLoopsPass() {
-  return std::make_unique<CudaPipelineLoopsPass>();
+std::unique_ptr<Pass> CreateGpuPipelineLoopsPass() {
+  return std::make_unique<GpuPipelineLoopsPass>();
 }
 
 }  // namespace kiln::compiler

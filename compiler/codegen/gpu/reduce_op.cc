@@ -1,9 +1,9 @@
-// `reduce` on the CUDA target: row reductions of register accumulators
-// (per thread, then the 4 lanes of a row group, then across warps through a
-// shared scratch), and a warp per output element otherwise.
-#include "compiler/codegen/cuda/kernel_source_internal.h"
+// `reduce` on GPU targets: row reductions of register accumulators (per
+// thread, then the lanes of a row group, then across warps through a shared
+// scratch), and a warp (wavefront) per output element otherwise.
+#include "compiler/codegen/gpu/kernel_source_internal.h"
 
-namespace kiln::compiler::cuda::internal {
+namespace kiln::compiler::gpu::internal {
 
 absl::Status Emitter::EmitReduce(const ReduceStmt& r, const Loc& loc) {
   auto src = MakeAccess(r.src);
@@ -77,15 +77,16 @@ absl::Status Emitter::EmitReduce(const ReduceStmt& r, const Loc& loc) {
 
   if (src->buf->reg) {
     // Row reduction of an mma accumulator: per thread over its columns, then
-    // over the 4 lanes sharing a row, then over the warps sharing a row.
+    // over the lanes sharing a row, then over the warps sharing a row.
     const RegisterFragment& rf = *src->buf->reg;
+    const AccumulatorShape& as = dialect_.acc;
+    const int wave = dialect_.wave_size;
     const std::string L = src->buf->layout;
     const std::string x = src->buf->code;
     const int id = uid_++;
     Open("");
-    Line(
-        "const int kiln_lane = threadIdx.x % 32, kiln_warp = threadIdx.x / "
-        "32;");
+    Line(StrCat("const int kiln_lane = threadIdx.x % ", wave,
+                ", kiln_warp = threadIdx.x / ", wave, ";"));
     Line("(void)kiln_lane;");
     Line("(void)kiln_warp;");
     Line(StrCat("float* const kiln_scr = reinterpret_cast<float*>(kiln_smem + ",
@@ -93,39 +94,43 @@ absl::Status Emitter::EmitReduce(const ReduceStmt& r, const Loc& loc) {
     Line("#pragma unroll");
     Open(StrCat("for (int kiln_mi = 0; kiln_mi < ", L, "::kTm; ++kiln_mi)"));
     Line("#pragma unroll");
-    Open("for (int kiln_h = 0; kiln_h < 2; ++kiln_h)");
+    Open(StrCat("for (int kiln_h = 0; kiln_h < ", as.rows_per_lane,
+                "; ++kiln_h)"));
     Line(acc_type + " kiln_v = " + init + ";");
     Line("#pragma unroll");
     Open(StrCat("for (int kiln_ni = 0; kiln_ni < ", L, "::kTn; ++kiln_ni)"));
-    for (int e = 0; e < 2; ++e) {
-      CExpr v{StrCat(x, "[(kiln_mi * ", L,
-                     "::kTn + kiln_ni) * 4 + kiln_h * 2 + ", e, "]"),
-              Type::Of(DType::kF32)};
+    for (int e = 0; e < as.cols_per_row; ++e) {
+      CExpr v{
+          StrCat(x, "[(kiln_mi * ", L, "::kTn + kiln_ni) * ", as.regs_per_tile,
+                 " + kiln_h * ", as.cols_per_row, " + ", e, "]"),
+          Type::Of(DType::kF32)};
       Line("kiln_v = " + op_name + "()(kiln_v, (" + acc_type + ")" +
            element(v) + ");");
     }
     Close();
-    Line("kiln_v = kiln::quad_reduce(kiln_v, " + op_name + "());");
+    Line("kiln_v = " + dialect_.row_group_reduce + "(kiln_v, " + op_name +
+         "());");
     Line(StrCat("const long long kiln_row", id, " = ", L, "::row((kiln_mi * ",
-                L, "::kTn) * 4 + kiln_h * 2);"));
+                L, "::kTn) * ", as.regs_per_tile, " + kiln_h * ",
+                as.cols_per_row, ");"));
     vars_[StrCat("kiln_row", id)] = {StrCat("kiln_row", id), Type::Int()};
     if (dst->buf->row) {
       // Every lane of the row group holds the row's value.
       std::string saved_q = row_q_, saved_var = row_var_;
-      row_q_ = "(kiln_mi * 2 + kiln_h)";
+      row_q_ = StrCat("(kiln_mi * ", as.rows_per_lane, " + kiln_h)");
       row_var_ = StrCat("kiln_row", id);
       absl::Status st = finish(
           dst->Indices({Expr::Var(StrCat("kiln_row", id))}, false), "kiln_v");
       row_q_ = saved_q;
       row_var_ = saved_var;
-      KILN_CUDA_RETURN_IF_ERROR(st);
+      KILN_GPU_RETURN_IF_ERROR(st);
     } else if (rf.warps_n == 1) {
-      Open("if (kiln_lane % 4 == 0)");
-      KILN_CUDA_RETURN_IF_ERROR(finish(
+      Open(StrCat("if (kiln_lane % ", as.row_group_lanes, " == 0)"));
+      KILN_GPU_RETURN_IF_ERROR(finish(
           dst->Indices({Expr::Var(StrCat("kiln_row", id))}, false), "kiln_v"));
       Close();
     } else {
-      Open("if (kiln_lane % 4 == 0)");
+      Open(StrCat("if (kiln_lane % ", as.row_group_lanes, " == 0)"));
       Line(StrCat("kiln_scr[(kiln_warp % ", rf.warps_n, ") * ", rf.m,
                   " + kiln_row", id, "] = (float)kiln_v;"));
       Close();
@@ -142,7 +147,7 @@ absl::Status Emitter::EmitReduce(const ReduceStmt& r, const Loc& loc) {
       Line(StrCat("for (int kiln_w = 0; kiln_w < ", rf.warps_n,
                   "; ++kiln_w) kiln_v = ", op_name, "()(kiln_v, (", acc_type,
                   ")kiln_scr[kiln_w * ", rf.m, " + ", rr, "]);"));
-      KILN_CUDA_RETURN_IF_ERROR(
+      KILN_GPU_RETURN_IF_ERROR(
           finish(dst->Indices({Expr::Var(rr)}, false), "kiln_v"));
       Close();
     }
@@ -169,14 +174,15 @@ absl::Status Emitter::EmitReduce(const ReduceStmt& r, const Loc& loc) {
     total *= *c;
   }
   const int id = uid_++;
-  const int64_t warps = threads_ / 32;
-  const bool warp_per_output = threads_ % 32 == 0 && *rn >= 32;
+  const int64_t wave = dialect_.wave_size;
+  const int64_t warps = threads_ / wave;
+  const bool warp_per_output = threads_ % wave == 0 && *rn >= wave;
   const std::string o = StrCat("kiln_o", id), rv = StrCat("kiln_r", id);
   Open("");
   if (warp_per_output) {
-    Line("const int kiln_lane = threadIdx.x % 32;");
-    Open(StrCat("for (int ", o, " = threadIdx.x / 32; ", o, " < ", total, "; ",
-                o, " += ", warps, ")"));
+    Line(StrCat("const int kiln_lane = threadIdx.x % ", wave, ";"));
+    Open(StrCat("for (int ", o, " = threadIdx.x / ", wave, "; ", o, " < ",
+                total, "; ", o, " += ", warps, ")"));
   } else {
     Open(StrCat("for (int ", o, " = threadIdx.x; ", o, " < ", total, "; ", o,
                 " += ", threads_, ")"));
@@ -200,7 +206,7 @@ absl::Status Emitter::EmitReduce(const ReduceStmt& r, const Loc& loc) {
   Line(acc_type + " kiln_v = " + init + ";");
   if (warp_per_output) {
     Line(StrCat("for (long long ", rv, " = kiln_lane; ", rv, " < ", *rn, "; ",
-                rv, " += 32)"));
+                rv, " += ", wave, ")"));
   } else {
     Line(StrCat("for (long long ", rv, " = 0; ", rv, " < ", *rn, "; ++", rv,
                 ")"));
@@ -211,11 +217,11 @@ absl::Status Emitter::EmitReduce(const ReduceStmt& r, const Loc& loc) {
     Line("kiln_v = kiln::warp_reduce(kiln_v, " + op_name + "());");
     Open("if (kiln_lane == 0)");
   }
-  KILN_CUDA_RETURN_IF_ERROR(finish(dst->Indices(ivs, false), "kiln_v"));
+  KILN_GPU_RETURN_IF_ERROR(finish(dst->Indices(ivs, false), "kiln_v"));
   if (warp_per_output) Close();
   Close();
   Close();
   return absl::OkStatus();
 }
 
-}  // namespace kiln::compiler::cuda::internal
+}  // namespace kiln::compiler::gpu::internal

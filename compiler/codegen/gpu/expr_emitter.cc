@@ -1,4 +1,4 @@
-#include "compiler/codegen/cuda/expr_emitter.h"
+#include "compiler/codegen/gpu/expr_emitter.h"
 
 #include <cmath>
 #include <cstdio>
@@ -7,7 +7,7 @@
 #include "compiler/ir/dtype.h"
 #include "compiler/ir/format.h"
 
-namespace kiln::compiler::cuda {
+namespace kiln::compiler::gpu {
 namespace {
 
 bool IsNarrow(DType t) {
@@ -409,7 +409,7 @@ absl::StatusOr<CExpr> ExprEmitter::Call(const std::string& raw_name,
   auto it = kMath.find(name);
   if (it == kMath.end() || args.size() != 1) {
     return absl::UnimplementedError("builtin '" + name +
-                                    "' has no CUDA lowering");
+                                    "' has no GPU lowering");
   }
   CExpr x = Convert(args[0], t);
   if (IsDoubleType(t)) {
@@ -422,4 +422,4 @@ absl::StatusOr<CExpr> ExprEmitter::Call(const std::string& raw_name,
   return CExpr{r, t};
 }
 
-}  // namespace kiln::compiler::cuda
+}  // namespace kiln::compiler::gpu

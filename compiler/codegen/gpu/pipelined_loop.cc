@@ -1,13 +1,16 @@
-// `pipelined` loops on the CUDA target: global-to-shared copies at the top
-// of the body whose tiles live only in the loop become a multi-stage
-// cp.async ring (stage k + S - 1 is in flight while stage k computes); the
-// rest of the body runs as written. Also the shared-buffer access sets the
-// lazy barrier placement uses.
+// `pipelined` loops on GPU targets: global-to-shared copies at the top of
+// the body whose tiles live only in the loop become a multi-stage ring of
+// shared-memory buffers (the copies for stage k + S - 1 are issued while
+// stage k computes: cp.async in flight on CUDA; on targets without async
+// copies the library's copies complete at issue and its commit/wait are
+// no-ops, the barrier per iteration keeping the ring safe); the rest of the
+// body runs as written. Also the shared-buffer access sets the lazy barrier
+// placement uses.
 #include <algorithm>
 
-#include "compiler/codegen/cuda/kernel_source_internal.h"
+#include "compiler/codegen/gpu/kernel_source_internal.h"
 
-namespace kiln::compiler::cuda::internal {
+namespace kiln::compiler::gpu::internal {
 
 void CollectUses(const Block& b, std::set<std::string>* used,
                  std::set<std::string>* declared);
@@ -173,7 +176,7 @@ absl::Status Emitter::EmitPipelined(const ForStmt& f, const Loc& loc) {
         At(loc), ": pipelined loop needs a constant stage count in 1..8"));
   }
   const int64_t S = *stages;
-  // Copies that go through the cp.async ring.
+  // Copies that go through the ring.
   std::set<std::string> inner_used, inner_declared;
   CollectUses(f.body, &inner_used, &inner_declared);
   inner_declared.insert(f.var);
@@ -240,8 +243,8 @@ absl::Status Emitter::EmitPipelined(const ForStmt& f, const Loc& loc) {
   const std::string v = Mangle(f.var);
   vars_[f.var] = {v, Type::Int()};
   Flush();
-  Line(StrCat("// tile ", At(loc), ": pipelined loop, ", S,
-              "-stage cp.async ring"));
+  Line(StrCat("// tile ", At(loc), ": pipelined loop, ", S, "-stage ",
+              dialect_.ring_name, " ring"));
   Open("");
   // Extra stages of each ring tile.
   for (const CopyStmt* c : ring) {
@@ -268,7 +271,7 @@ absl::Status Emitter::EmitPipelined(const ForStmt& f, const Loc& loc) {
       if (!dst.ok()) return dst.status();
       absl::Status st;
       TryFastCopy(*src, *dst, loc, slot_ptr(c, slot), false, &st);
-      KILN_CUDA_RETURN_IF_ERROR(st);
+      KILN_GPU_RETURN_IF_ERROR(st);
     }
     return absl::OkStatus();
   };
@@ -277,7 +280,7 @@ absl::Status Emitter::EmitPipelined(const ForStmt& f, const Loc& loc) {
   Open("");
   Line("const long long " + v + " = kiln_lo + kiln_s;");
   Open("if (" + v + " < kiln_hi)");
-  KILN_CUDA_RETURN_IF_ERROR(issue("kiln_s"));
+  KILN_GPU_RETURN_IF_ERROR(issue("kiln_s"));
   Close();
   Close();
   Line("kiln::cp_async_commit();");
@@ -294,7 +297,7 @@ absl::Status Emitter::EmitPipelined(const ForStmt& f, const Loc& loc) {
   Open("if (kiln_next < kiln_hi)");
   Line("const long long " + v + " = kiln_next;");
   Line(StrCat("const int kiln_ns = (int)(kiln_next - kiln_lo) % ", S, ";"));
-  KILN_CUDA_RETURN_IF_ERROR(issue("kiln_ns"));
+  KILN_GPU_RETURN_IF_ERROR(issue("kiln_ns"));
   Close();
   Close();
   Line("kiln::cp_async_commit();");
@@ -305,7 +308,7 @@ absl::Status Emitter::EmitPipelined(const ForStmt& f, const Loc& loc) {
   for (const Stmt& s : f.body) {
     auto* c = std::get_if<CopyStmt>(&s.node);
     if (c && std::find(ring.begin(), ring.end(), c) != ring.end()) continue;
-    KILN_CUDA_RETURN_IF_ERROR(EmitStmt(s, false));
+    KILN_GPU_RETURN_IF_ERROR(EmitStmt(s, false));
   }
   Close();
   Line("kiln::cp_async_wait<0>();");
@@ -314,4 +317,4 @@ absl::Status Emitter::EmitPipelined(const ForStmt& f, const Loc& loc) {
   return absl::OkStatus();
 }
 
-}  // namespace kiln::compiler::cuda::internal
+}  // namespace kiln::compiler::gpu::internal

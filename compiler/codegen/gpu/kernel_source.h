@@ -1,0 +1,51 @@
+// GPU C++ source of one kernel (CUDA or HIP, by the dialect, gpu_dialect.h):
+// the specialised tile IR (tunables bound, tile ops intact) rendered as a
+// __global__ function that calls the vendor's device library (kiln/*.cuh,
+// kiln/*.hip.h: the same API) for tile primitives.
+//
+// Execution model: every thread of the block runs the block-level statements
+// (lets, loops, ifs, local-tile stores: block-uniform, computed redundantly);
+// each tile op and `parallel` spreads its elements over the threads and is
+// followed by __syncthreads() when it touches shared memory. Shared tiles and
+// shared-resident fragments live in one dynamic shared-memory buffer;
+// register fragments (fragment_plan.h) are per-thread arrays in the matrix
+// instruction's accumulator layout. Fast paths: 16-byte tile loads (cp.async
+// where the dialect has it; a multi-stage ring in `pipelined` loops),
+// matrix-core GEMMs (ldmatrix + mma.sync, MFMA), vectorised tile stores,
+// wave-shuffle reductions.
+#ifndef KILN_COMPILER_CODEGEN_GPU_KERNEL_SOURCE_H_
+#define KILN_COMPILER_CODEGEN_GPU_KERNEL_SOURCE_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "compiler/codegen/gpu/fragment_plan.h"
+#include "compiler/codegen/gpu/gpu_dialect.h"
+#include "compiler/ir/ir.h"
+
+namespace kiln::compiler::gpu {
+
+struct KernelSource {
+  std::string source;  // a complete translation unit (includes the library)
+  std::string entry;   // extern "C" name: "kiln_" + kernel name
+  int64_t threads = 0;
+  int64_t shared_bytes = 0;  // dynamic shared memory per block
+};
+
+// Kernel ABI (compiler/docs/kernel-handle.md, "CUDA target ABI", the same
+// for HIP): one
+// parameter per IR parameter in order (tensors as device pointers to their
+// storage type, scalars by value in their storage type), then one `long
+// long` per dynamic symbol in metadata order.
+//
+// InvalidArgument for a kernel that is not specialised (a tile dim or the
+// block size not constant); Unimplemented for a construct with no GPU
+// lowering yet (naming the op and its line).
+absl::StatusOr<KernelSource> EmitKernelSource(const Kernel& kernel,
+                                              const FragmentPlan& plan,
+                                              const GpuDialect& dialect);
+
+}  // namespace kiln::compiler::gpu
+
+#endif  // KILN_COMPILER_CODEGEN_GPU_KERNEL_SOURCE_H_

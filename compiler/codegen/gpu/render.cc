@@ -1,0 +1,44 @@
+#include "compiler/codegen/gpu/render.h"
+
+#include "compiler/codegen/gpu/fragment_plan.h"
+#include "compiler/codegen/gpu/kernel_source.h"
+#include "compiler/codegen/metadata_writer.h"
+#include "compiler/ir/const_fold.h"
+#include "compiler/ir/format.h"
+
+namespace kiln::compiler::gpu {
+
+absl::StatusOr<RenderedKernel> RenderKernel(const Kernel& k,
+                                            const GpuDialect& dialect,
+                                            const RenderOptions& o) {
+  auto threads = FoldInt(k.threads);
+  if (!threads) {
+    return absl::InvalidArgumentError("threads(...) is not a constant");
+  }
+  FragmentPlan plan = PlanFragments(k, *threads, dialect);
+  auto src = EmitKernelSource(k, plan, dialect);
+  if (!src.ok()) return src.status();
+  if (src->shared_bytes > o.max_shared_bytes) {
+    return absl::InvalidArgumentError(
+        StrCat("the kernel needs ", src->shared_bytes,
+               " bytes of shared memory per block; ", o.arch, " allows ",
+               o.max_shared_bytes, " (choose smaller tiles)"));
+  }
+  RenderedKernel out;
+  out.source = std::move(src->source);
+  out.entry = src->entry;
+  out.shared_bytes = src->shared_bytes;
+  for (const auto& [tile, layout] : plan.Describe()) {
+    StrAppend(&out.layouts, tile, ": ", layout, "\n");
+  }
+  MetadataOptions mo;
+  mo.target = o.target;
+  mo.entry = out.entry;
+  mo.shared_bytes = out.shared_bytes;
+  auto md = WriteKernelMetadata(k, mo);
+  if (!md.ok()) return md.status();
+  out.metadata = std::move(*md);
+  return out;
+}
+
+}  // namespace kiln::compiler::gpu

@@ -1,0 +1,41 @@
+// The GPU back ends' common front half: a specialised kernel to source text
+// through layout inference (fragment_plan.h) and the shared emitter
+// (kernel_source.h) with one vendor's dialect, the shared-memory limit
+// checked, and the launch metadata written. cuda_codegen.cc and
+// hip_codegen.cc add the target checks and the toolchain.
+#ifndef KILN_COMPILER_CODEGEN_GPU_RENDER_H_
+#define KILN_COMPILER_CODEGEN_GPU_RENDER_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "compiler/codegen/gpu/gpu_dialect.h"
+#include "compiler/ir/ir.h"
+
+namespace kiln::compiler::gpu {
+
+struct RenderOptions {
+  std::string target;            // written into the metadata ("gfx90a")
+  std::string arch;              // named in errors ("sm_90")
+  int64_t max_shared_bytes = 0;  // per block
+};
+
+struct RenderedKernel {
+  std::string source;    // the translation unit
+  std::string entry;     // "kiln_" + kernel name
+  std::string metadata;  // launch metadata (kernel-handle.md)
+  std::string layouts;   // "TILE: LAYOUT" lines (fragment_plan.h)
+  int64_t shared_bytes = 0;
+};
+
+// InvalidArgument when threads(...) is not a constant or the kernel needs
+// more shared memory than `max_shared_bytes`; the emitter's and metadata
+// writer's errors otherwise.
+absl::StatusOr<RenderedKernel> RenderKernel(const Kernel& specialized,
+                                            const GpuDialect& dialect,
+                                            const RenderOptions& options);
+
+}  // namespace kiln::compiler::gpu
+
+#endif  // KILN_COMPILER_CODEGEN_GPU_RENDER_H_
