@@ -30,6 +30,10 @@ fi
 # The Python package against torch on CUDA (when libkiln is bundled and
 # python3 has torch).
 lib=$(ls /tmp/gpu-bundle/lib*/libkiln.so* 2>/dev/null | head -1)
+# Tuning from Python (embedded) runs the bundled benchmark worker.
+if command -v kiln-bench-worker >/dev/null; then
+  export KILN_BENCH_WORKER="$(command -v kiln-bench-worker)"
+fi
 if [ -n "$lib" ] && python3 -c "import torch, pytest" 2>/dev/null; then
   KILN_LIBRARY="$lib" python3 -m pytest tests/gpu/test_python_gpu.py -q \
     -p no:cacheprovider -rs 2>&1 | tail -8
