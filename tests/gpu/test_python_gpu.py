@@ -49,6 +49,17 @@ def test_gemm(shape):
                                atol=5e-2)
 
 
+def test_gemm_with_a_non_power_of_two_chunk_count():
+    # block_K=48: the A tile's rows are six 16-byte chunks, which the
+    # swizzled shared layout must keep inside the row.
+    kernel = kernels.matmul(M, N, K, 64, 64, 48)
+    a, b = randn(300, 240), randn(240, 200)
+    c = kernel(a, b)
+    torch.cuda.synchronize()
+    torch.testing.assert_close(c.float(), a.float() @ b.float(), rtol=2e-2,
+                               atol=5e-2)
+
+
 @pytest.mark.parametrize("causal", [False, True])
 def test_flash_attention_forward(causal):
     batch, heads, dim, seq = 2, 4, 64, 333

@@ -26,10 +26,18 @@ struct Swizzled {
                 "a swizzled tile needs rows of whole 16-byte chunks");
   enum : int { kRows = ROWS, kCols = COLS };
   enum : int { kElems = ROWS * COLS };
-  enum : int { kPerChunk = 16 / ELEM_BYTES };          // elements
-  enum : int { kChunks = COLS / kPerChunk };           // per row
-  enum : int { kGroup = kChunks >= 8 ? 8 : kChunks };  // xor range
-  enum : int { kRowsPerPhase = 8 / kGroup };           // rows sharing an xor
+  enum : int { kPerChunk = 16 / ELEM_BYTES };  // elements
+  enum : int { kChunks = COLS / kPerChunk };   // per row
+  // The xor range: the largest power of two (at most 8) dividing the chunk
+  // count, so that a chunk stays inside its row (with 6 or 12 chunks, an
+  // xor by up to 7 would reach chunks the row does not have).
+  enum : int {
+    kGroup = kChunks % 8 == 0   ? 8
+             : kChunks % 4 == 0 ? 4
+             : kChunks % 2 == 0 ? 2
+                                : 1
+  };
+  enum : int { kRowsPerPhase = 8 / kGroup };  // rows sharing an xor
   __device__ __forceinline__ static int chunk_of(int r, int chunk) {
     return chunk ^ ((r / kRowsPerPhase) % kGroup);
   }
