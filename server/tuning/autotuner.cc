@@ -8,6 +8,7 @@
 #include <thread>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -89,6 +90,13 @@ absl::StatusOr<Autotuner::Device*> Autotuner::DeviceFor(
   if (target == "cpu") {
     name = "cpu";
     sku = CpuSku();
+  } else if (absl::StartsWith(target, "gfx")) {
+    // The benchmark worker runs CUDA and CPU kernels only.
+    return absl::FailedPreconditionError(absl::StrCat(
+        "autotuning ", target,
+        " is not supported yet: the benchmark worker has no HIP path "
+        "(compile with fixed values instead: kiln compile --target ",
+        target, " -D ...)"));
   } else {
     for (const TuningGpu& gpu : options_.gpus) {
       if (gpu.target == target) {

@@ -469,6 +469,20 @@ TEST_F(AutotunerTest, BadRequestsAreInvalidArguments) {
   EXPECT_TRUE(absl::IsFailedPrecondition(Tune(r)));
 }
 
+TEST_F(AutotunerTest, HipTargetsAreRefusedClearly) {
+  // Even with an AMD GPU of that target on the host.
+  tuner_.reset();
+  AutotunerOptions options;
+  options.gpus.push_back({0, "gfx90a", "AMD-Instinct-MI250X-110CU"});
+  tuner_ = std::make_unique<Autotuner>(engine_.get(), cache_.get(), options);
+  kiln::v1::AutotuneRequest r = Request(kScale);
+  r.set_target("gfx90a");
+  absl::Status status = Tune(r);
+  EXPECT_TRUE(absl::IsFailedPrecondition(status)) << status;
+  EXPECT_THAT(status.message(),
+              HasSubstr("autotuning gfx90a is not supported yet"));
+}
+
 TEST_F(AutotunerTest, FaultsNeedTheEnvironmentSwitch) {
   AutotunerOptions options;
   options.allow_faults = false;
