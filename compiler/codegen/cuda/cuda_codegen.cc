@@ -3,7 +3,6 @@
 #include "compiler/codegen/cuda/device_headers.h"
 #include "compiler/codegen/cuda/nvrtc.h"
 #include "compiler/codegen/gpu/render.h"
-#include "compiler/ir/const_fold.h"
 #include "compiler/ir/format.h"
 
 namespace kiln::compiler {
@@ -58,28 +57,15 @@ absl::StatusOr<CudaArtifact> GenerateCudaSource(const Kernel& k,
     return absl::InvalidArgumentError("not a CUDA target: " + o.target);
   }
   const std::string arch = CudaArch(o.target);
-  for (const Expr& c : k.cluster) {
-    auto v = FoldInt(c);
-    if ((!v || *v != 1) && arch != "sm_90") {
-      return absl::InvalidArgumentError(
-          StrCat(k.loc.line, ":", k.loc.col,
-                 ": cluster(...) needs thread "
-                 "block clusters (sm_90); the target is ",
-                 o.target));
-    }
-  }
   gpu::RenderOptions ro;
   ro.target = o.target;
   ro.arch = arch;
   ro.max_shared_bytes = MaxSharedBytes(arch);
+  if (arch != "sm_90") ro.clusters_need = "thread block clusters (sm_90)";
   auto r = gpu::RenderKernel(k, CudaDialect(), ro);
   if (!r.ok()) return r.status();
   CudaArtifact out;
-  out.source = std::move(r->source);
-  out.entry = std::move(r->entry);
-  out.shared_bytes = r->shared_bytes;
-  out.layouts = std::move(r->layouts);
-  out.metadata = std::move(r->metadata);
+  static_cast<gpu::RenderedKernel&>(out) = *std::move(r);
   return out;
 }
 

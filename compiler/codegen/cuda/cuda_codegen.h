@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "compiler/codegen/gpu/gpu_dialect.h"
+#include "compiler/codegen/gpu/render.h"
 #include "compiler/ir/ir.h"
 
 namespace kiln::compiler {
@@ -30,15 +31,12 @@ struct CudaCodegenOptions {
   bool want_ptx = false;  // keep the PTX (kiln compile --emit ptx)
 };
 
-struct CudaArtifact {
-  std::string source;    // generated CUDA C++
-  std::string cubin;     // ELF cubin for the target architecture
-  std::string ptx;       // with want_ptx
-  std::string metadata;  // launch metadata
-  std::string entry;
+// The rendered kernel (source: the generated CUDA C++; entry, metadata,
+// layouts, shared_bytes) and what NVRTC made of it.
+struct CudaArtifact : gpu::RenderedKernel {
+  std::string cubin;      // ELF cubin for the target architecture
+  std::string ptx;        // with want_ptx
   std::string nvrtc_log;  // ptxas -v report and warnings
-  std::string layouts;    // where each tile lives (fragment_plan.h)
-  int64_t shared_bytes = 0;
   int64_t registers = -1;
   int64_t spill_stores = 0, spill_loads = 0;
 };

@@ -11,6 +11,14 @@ namespace kiln::compiler::gpu {
 absl::StatusOr<RenderedKernel> RenderKernel(const Kernel& k,
                                             const GpuDialect& dialect,
                                             const RenderOptions& o) {
+  for (const Expr& c : k.cluster) {
+    auto v = FoldInt(c);
+    if ((!v || *v != 1) && !o.clusters_need.empty()) {
+      return absl::InvalidArgumentError(
+          StrCat(k.loc.line, ":", k.loc.col, ": cluster(...) needs ",
+                 o.clusters_need, "; the target is ", o.target));
+    }
+  }
   auto threads = FoldInt(k.threads);
   if (!threads) {
     return absl::InvalidArgumentError("threads(...) is not a constant");

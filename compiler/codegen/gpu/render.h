@@ -19,6 +19,9 @@ struct RenderOptions {
   std::string target;            // written into the metadata ("gfx90a")
   std::string arch;              // named in errors ("sm_90")
   int64_t max_shared_bytes = 0;  // per block
+  // Empty when the target has thread block clusters; else what cluster(...)
+  // needs, for the error ("thread block clusters (sm_90)").
+  std::string clusters_need;
 };
 
 struct RenderedKernel {
@@ -29,8 +32,9 @@ struct RenderedKernel {
   int64_t shared_bytes = 0;
 };
 
-// InvalidArgument when threads(...) is not a constant or the kernel needs
-// more shared memory than `max_shared_bytes`; the emitter's and metadata
+// InvalidArgument when threads(...) is not a constant, the kernel asks for
+// clusters the target lacks (`clusters_need`) or needs more shared memory
+// than `max_shared_bytes`; the emitter's and metadata
 // writer's errors otherwise.
 absl::StatusOr<RenderedKernel> RenderKernel(const Kernel& specialized,
                                             const GpuDialect& dialect,

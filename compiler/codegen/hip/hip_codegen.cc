@@ -5,7 +5,6 @@
 #include "compiler/codegen/gpu/render.h"
 #include "compiler/codegen/hip/device_headers.h"
 #include "compiler/codegen/hip/hiprtc.h"
-#include "compiler/ir/const_fold.h"
 #include "compiler/ir/format.h"
 
 namespace kiln::compiler {
@@ -101,28 +100,15 @@ absl::StatusOr<HipArtifact> GenerateHipSource(const Kernel& k,
   if (!IsHipTarget(o.target)) {
     return absl::InvalidArgumentError("not a HIP target: " + o.target);
   }
-  for (const Expr& c : k.cluster) {
-    auto v = FoldInt(c);
-    if (!v || *v != 1) {
-      return absl::InvalidArgumentError(
-          StrCat(k.loc.line, ":", k.loc.col,
-                 ": cluster(...) needs thread block clusters, which HIP "
-                 "targets do not have; the target is ",
-                 o.target));
-    }
-  }
   gpu::RenderOptions ro;
   ro.target = o.target;
   ro.arch = o.target;
   ro.max_shared_bytes = kMaxLdsBytes;
+  ro.clusters_need = "thread block clusters, which HIP targets do not have";
   auto r = gpu::RenderKernel(k, HipDialect(), ro);
   if (!r.ok()) return r.status();
   HipArtifact out;
-  out.source = std::move(r->source);
-  out.entry = std::move(r->entry);
-  out.shared_bytes = r->shared_bytes;
-  out.layouts = std::move(r->layouts);
-  out.metadata = std::move(r->metadata);
+  static_cast<gpu::RenderedKernel&>(out) = *std::move(r);
   return out;
 }
 

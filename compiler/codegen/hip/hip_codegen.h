@@ -18,6 +18,7 @@
 
 #include "absl/status/statusor.h"
 #include "compiler/codegen/gpu/gpu_dialect.h"
+#include "compiler/codegen/gpu/render.h"
 #include "compiler/ir/ir.h"
 
 namespace kiln::compiler {
@@ -41,14 +42,11 @@ struct HipCodegenOptions {
   std::string target = "gfx90a";
 };
 
-struct HipArtifact {
-  std::string source;       // generated HIP C++
+// The rendered kernel (source: the generated HIP C++; entry, metadata,
+// layouts, shared_bytes) and what hiprtc made of it.
+struct HipArtifact : gpu::RenderedKernel {
   std::string code_object;  // AMDGPU ELF code object for the target
-  std::string metadata;     // launch metadata
-  std::string entry;
-  std::string hiprtc_log;  // warnings
-  std::string layouts;     // where each tile lives (fragment_plan.h)
-  int64_t shared_bytes = 0;
+  std::string hiprtc_log;   // warnings
 };
 
 // Compiles `specialized` for `options.target`. InvalidArgument for kernels
