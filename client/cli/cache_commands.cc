@@ -193,14 +193,29 @@ void RegisterShow(CLI::App* group) {
     }
     PrintEntry(*info);
     // An autotuning result (kiln tune) explains itself in a text blob; a
-    // compiled kernel keeps the text its binary key hashes.
-    absl::StatusOr<kc::Entry> entry = store->Get(digest, false);
-    if (!entry.ok()) Fail("show", entry.status());
-    if (const kc::Blob* text = entry->Find(kTuningTextBlob)) {
-      std::cout << "\n" << text->data;
-    } else if (const kc::Blob* key = entry->Find(kKeyTextBlob)) {
+    // compiled kernel keeps the text its binary key hashes. Blobs are read
+    // only for those, and a compiled kernel whose blobs cannot be read is
+    // still shown (verify says what is wrong).
+    const auto has = [&](absl::string_view name) {
+      for (const kc::BlobInfo& b : info->blobs) {
+        if (b.name == name) return true;
+      }
+      return false;
+    };
+    if (has(kTuningTextBlob)) {
+      absl::StatusOr<kc::Entry> entry = store->Get(digest, false);
+      if (!entry.ok()) Fail("show", entry.status());
+      std::cout << "\n" << entry->Find(kTuningTextBlob)->data;
+    } else if (has(kKeyTextBlob)) {
+      absl::StatusOr<kc::Entry> entry = store->Get(digest, false);
+      if (!entry.ok()) {
+        std::cout << "\n(the key's text cannot be read: "
+                  << entry.status().message() << ")\n";
+        return;
+      }
       std::cout << "\nbinary key   " << digest.hex() << "\n  = SHA-256 of:\n";
-      for (absl::string_view line : absl::StrSplit(key->data, '\n')) {
+      for (absl::string_view line :
+           absl::StrSplit(entry->Find(kKeyTextBlob)->data, '\n')) {
         if (!line.empty()) std::cout << "    " << line << "\n";
       }
       std::cout << "(kiln cache explain FILE --target ... -D ... says why a "
