@@ -19,6 +19,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "runtime/kernel_metadata.h"
+#include "tests/compiler/corpus_util.h"
 
 namespace kiln::compiler {
 namespace {
@@ -114,10 +115,7 @@ INSTANTIATE_TEST_SUITE_P(
     [](const ::testing::TestParamInfo<CorpusKernel>& info) {
       std::string n = info.param.file.substr(0, info.param.file.size() - 5) +
                       "_" + info.param.kernel + "_" + info.param.arch;
-      for (char& ch : n) {
-        if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
-      }
-      return n;
+      return ::kiln::compiler::testing::TestNameOf(n);
     });
 
 constexpr char kGemm[] = R"(

@@ -27,6 +27,7 @@ namespace fs = std::filesystem;
 
 using testing::CorpusFiles;
 using testing::ReadFileOrDie;
+using testing::TestNameOf;
 
 struct SourceCase {
   std::string file;  // corpus file name
@@ -120,11 +121,7 @@ INSTANTIATE_TEST_SUITE_P(Corpus, GpuSourceTest, ::testing::ValuesIn(AllCases()),
                                                0, info.param.file.size() - 5) +
                                            "_" + info.param.kernel + "_" +
                                            info.param.target;
-                           for (char& ch : n) {
-                             if (!isalnum(static_cast<unsigned char>(ch)))
-                               ch = '_';
-                           }
-                           return n;
+                           return TestNameOf(n);
                          });
 
 }  // namespace

@@ -29,6 +29,7 @@ using ::testing::HasSubstr;
 
 using testing::CorpusFiles;
 using testing::ReadFileOrDie;
+using testing::TestNameOf;
 
 bool HaveHiprtc() { return hip::HiprtcVersion().ok(); }
 
@@ -101,10 +102,7 @@ INSTANTIATE_TEST_SUITE_P(
     [](const ::testing::TestParamInfo<CorpusKernel>& info) {
       std::string n = info.param.file.substr(0, info.param.file.size() - 5) +
                       "_" + info.param.kernel;
-      for (char& ch : n) {
-        if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
-      }
-      return n;
+      return TestNameOf(n);
     });
 
 constexpr char kGemm[] = R"(

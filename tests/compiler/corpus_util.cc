@@ -90,6 +90,13 @@ bool ReplaceFirst(std::string* text, std::string_view from,
   return true;
 }
 
+std::string TestNameOf(std::string text) {
+  for (char& c : text) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  }
+  return text;
+}
+
 std::string StripComments(std::string_view text) {
   std::string out;
   out.reserve(text.size());

@@ -39,6 +39,10 @@ int ReplaceWord(std::string* text, std::string_view from, std::string_view to);
 bool ReplaceFirst(std::string* text, std::string_view from,
                   std::string_view to);
 
+// `text` as a GoogleTest parameter name: every character other than
+// [A-Za-z0-9] becomes '_' ("gemm.tile" -> "gemm_tile").
+std::string TestNameOf(std::string text);
+
 // The text with every `//` comment removed (the language has no string
 // literals, so every `//` starts a comment that runs to the end of the line).
 std::string StripComments(std::string_view text);

@@ -124,10 +124,7 @@ TEST_P(InvalidCorpusTest, ReportsExactlyTheExpectedDiagnostics) {
 
 std::string TestName(const ::testing::TestParamInfo<fs::path>& info) {
   std::string name = info.param.stem().string();
-  for (char& c : name) {
-    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-  }
-  return name;
+  return ::kiln::compiler::testing::TestNameOf(name);
 }
 
 INSTANTIATE_TEST_SUITE_P(Invalid, InvalidCorpusTest,

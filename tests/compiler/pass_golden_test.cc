@@ -18,6 +18,7 @@
 #include "compiler/ir/printer.h"
 #include "compiler/ir/verifier.h"
 #include "compiler/passes/pipeline.h"
+#include "tests/compiler/corpus_util.h"
 
 namespace kiln::compiler {
 namespace {
@@ -108,11 +109,7 @@ INSTANTIATE_TEST_SUITE_P(Passes, PassGoldenTest,
                          ::testing::ValuesIn(GoldenInputs()),
                          [](const ::testing::TestParamInfo<fs::path>& info) {
                            std::string name = info.param.stem().string();
-                           for (char& c : name) {
-                             if (!isalnum(static_cast<unsigned char>(c)))
-                               c = '_';
-                           }
-                           return name;
+                           return ::kiln::compiler::testing::TestNameOf(name);
                          });
 
 }  // namespace

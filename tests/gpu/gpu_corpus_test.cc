@@ -23,6 +23,7 @@
 #include "runtime/cpu/cpu_kernel.h"
 #include "runtime/cuda/cuda_device.h"
 #include "runtime/cuda/cuda_kernel.h"
+#include "tests/compiler/corpus_util.h"
 #include "tests/e2e/dtype_codec.h"
 #include "tests/e2e/host_tensor.h"
 
@@ -471,11 +472,7 @@ INSTANTIATE_TEST_SUITE_P(Corpus, GpuCorpusTest, ::testing::ValuesIn(Cases()),
                                            (info.param.label.empty()
                                                 ? ""
                                                 : "_" + info.param.label);
-                           for (char& ch : n) {
-                             if (!isalnum(static_cast<unsigned char>(ch)))
-                               ch = '_';
-                           }
-                           return n;
+                           return ::kiln::compiler::testing::TestNameOf(n);
                          });
 
 TEST(GpuDeviceTest, DiscoveryReportsTheDevice) {
