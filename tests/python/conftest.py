@@ -41,15 +41,13 @@ def require_libkiln() -> str:
 
 
 @pytest.fixture(params=["cli", "libkiln"])
-def backend(request, tmp_path_factory, kiln_cli):
+def backend(request, kiln_cli):
     """Runs a numeric test on the CLI stand-in and, when built, libkiln."""
     from cli_backend import CliClient
     if request.param == "cli":
-        client = CliClient(kiln_cli)
+        _client.set_default(CliClient(kiln_cli))
     else:
-        require_libkiln()
-        client = _capi.Client.embedded(str(tmp_path_factory.mktemp("cache")))
-    _client.set_default(client)
+        request.getfixturevalue("libkiln_embedded")
     yield request.param
     _client.set_default(None)
 
