@@ -84,6 +84,7 @@ class MetadataParser {
   int line_ = 0;
   std::set<std::string> seen_;
   std::vector<std::pair<int, std::string>> dim_symbols_;
+  std::vector<int> tensor_map_lines_;  // line of each tensor map
 };
 
 bool MetadataParser::Split(std::string_view line,
@@ -262,6 +263,31 @@ absl::Status MetadataParser::Record(std::string_view line) {
     }
     return absl::OkStatus();
   }
+  if (rec == "tensormap") {
+    // tensormap PARAM SWIZZLE BOX... (checked against the param in Validate)
+    if (f.size() < 4) {
+      return Error("'tensormap' takes a parameter, a swizzle and a box");
+    }
+    MetadataTensorMap m;
+    m.param = std::string(f[1]);
+    std::optional<int64_t> sw = ParseInt(f[2]);
+    if (!sw || (*sw != 0 && *sw != 32 && *sw != 64 && *sw != 128)) {
+      return Error("bad tensormap swizzle '" + std::string(f[2]) +
+                   "' (0, 32, 64 or 128)");
+    }
+    m.swizzle = static_cast<int>(*sw);
+    for (size_t i = 3; i < f.size(); ++i) {
+      std::optional<int64_t> b = ParseInt(f[i]);
+      if (!b || *b < 1 || *b > 256) {
+        return Error("bad tensormap box dim '" + std::string(f[i]) +
+                     "' (1 to 256)");
+      }
+      m.box.push_back(*b);
+    }
+    tensor_map_lines_.push_back(line_);
+    md_.tensor_maps.push_back(std::move(m));
+    return absl::OkStatus();
+  }
   if (rec == "assume") {
     if (f.size() < 2) return Error("'assume' takes an expression and its text");
     absl::StatusOr<IntExpr> e = Expression(f[1]);
@@ -300,6 +326,24 @@ absl::Status MetadataParser::Validate() {
     if (!bound.contains(s)) {
       return absl::InvalidArgumentError(absl::StrCat(
           "symbol '", s, "' is not a dim of any tensor parameter"));
+    }
+  }
+  for (size_t i = 0; i < md_.tensor_maps.size(); ++i) {
+    const MetadataTensorMap& m = md_.tensor_maps[i];
+    const MetadataParam* p = nullptr;
+    for (const MetadataParam& q : md_.params) {
+      if (q.name == m.param) p = &q;
+    }
+    if (p == nullptr || !p->is_tensor) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("line ", tensor_map_lines_[i], ": tensormap of '",
+                       m.param, "', which is not a tensor parameter"));
+    }
+    if (m.box.size() != p->shape.size() || m.box.size() > 5) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "line ", tensor_map_lines_[i], ": tensormap of '", m.param,
+          "' has a box of rank ", m.box.size(), "; the tensor has rank ",
+          p->shape.size(), " (at most 5)"));
     }
   }
   std::set<std::string> bindable = symbols;

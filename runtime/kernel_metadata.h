@@ -68,6 +68,16 @@ struct PtxasReport {
   int64_t static_shared_bytes = 0;
 };
 
+// A TMA tensor map the kernel takes after its symbols (a `tensormap`
+// record; CUDA sm_90a): built at launch for tensor parameter `param` with
+// this box (innermost dim first, one per tensor dim) and swizzle span in
+// bytes (0, 32, 64, 128).
+struct MetadataTensorMap {
+  std::string param;
+  int swizzle = 0;
+  std::vector<int64_t> box;
+};
+
 struct KernelMetadata {
   int version = 1;
   std::string name;
@@ -81,6 +91,7 @@ struct KernelMetadata {
                                     IntExpr::Constant(1)};
   int64_t shared_bytes = 0;
   std::vector<MetadataAssumption> assumptions;
+  std::vector<MetadataTensorMap> tensor_maps;  // kernel parameters, in order
   PtxasReport ptxas;
 };
 
@@ -91,7 +102,9 @@ struct KernelMetadata {
 // parameter or symbol, strides for an unknown or scalar parameter or of the
 // wrong count, an expression using a name that is neither a dynamic symbol
 // nor an integer scalar parameter, a listed symbol no tensor dim binds, a
-// missing required record (name, target, entry, symbols, grid, block).
+// tensor map of an unknown or scalar parameter, with a box of the wrong
+// rank or an unknown swizzle, a missing required record (name, target,
+// entry, symbols, grid, block).
 absl::StatusOr<KernelMetadata> ParseKernelMetadata(std::string_view text);
 
 }  // namespace kiln::runtime

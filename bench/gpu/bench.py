@@ -3,15 +3,16 @@
 forward vs PyTorch SDPA (FlashAttention-2 and cuDNN backends), in one run.
 
 Kernels are compiled beforehand with bench/gpu/make_kernels.sh (cubin +
-launch metadata, no GPU needed); this script loads them with the CUDA driver
-through ctypes, launches them on torch's current stream, checks each result
-against torch, times everything with CUDA events (median after warm-up) and
-writes bench/RESULTS.md.
+launch metadata, no GPU needed); this script loads them through libkiln
+(KILN_LIBRARY: the bundled libkiln.so), launches them on torch's current
+stream, checks each result against torch, times everything with CUDA events
+(median of batched launches after warm-up) and writes bench/RESULTS.md.
 """
 import ctypes
 import datetime
 import os
 import statistics
+import struct
 import sys
 
 import torch
@@ -20,134 +21,86 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 KERNELS = os.environ.get("KILN_BENCH_KERNELS", os.path.join(HERE, "..", "..", ".gpu", "bench-kernels"))
-cuda = ctypes.CDLL("libcuda.so.1")
-
-
-def check(rc, what):
-    if rc != 0:
-        name = ctypes.c_char_p()
-        cuda.cuGetErrorName(rc, ctypes.byref(name))
-        raise RuntimeError(f"{what}: {name.value.decode()} ({rc})")
-
-
-def sexpr(text, env):
-    """Evaluates a metadata S-expression over integers."""
-    toks = text.replace("(", " ( ").replace(")", " ) ").split()
-    pos = 0
-
-    def parse():
-        nonlocal pos
-        t = toks[pos]
-        pos += 1
-        if t != "(":
-            return int(t) if t.lstrip("-").isdigit() else env[t]
-        op = toks[pos]
-        pos += 1
-        args = []
-        while toks[pos] != ")":
-            args.append(parse())
-        pos += 1
-        a = args
-        return {"+": lambda: a[0] + a[1], "-": lambda: a[0] - a[1],
-                "*": lambda: a[0] * a[1], "/": lambda: a[0] // a[1],
-                "%": lambda: a[0] % a[1], "min": lambda: min(a),
-                "max": lambda: max(a), "neg": lambda: -a[0],
-                "ceildiv": lambda: -(-a[0] // a[1])}[op]()
-    return parse()
+# The kiln Python package from this checkout; KILN_LIBRARY names libkiln.
+sys.path.insert(0, os.path.join(HERE, "..", "..", "client", "python"))
+from kiln import _capi as kiln_capi  # noqa: E402
 
 
 class Kernel:
+    """A compiled kernel loaded through libkiln (kiln_kernel_from_parts), so
+    that it launches the way users launch it: the runtime binds the
+    arguments, builds and caches TMA tensor maps, and enqueues."""
+
     def __init__(self, name):
         self.name = name
-        meta = open(os.path.join(KERNELS, name + ".meta")).read().split("\n")
-        self.params, self.symbols = [], []
-        for line in meta:
-            f, depth, cur = [], 0, ""
-            for ch in line + " ":
-                if ch == " " and depth == 0:
-                    if cur:
-                        f.append(cur)
-                    cur = ""
-                    continue
-                depth += (ch == "(") - (ch == ")")
-                cur += ch
-            if not f:
-                continue
-            if f[0] == "param":
-                self.params.append((f[1], f[2], f[3], f[4:]))
-            elif f[0] == "symbols":
-                self.symbols = f[1:]
-            elif f[0] == "grid":
-                self.grid = f[1:4]
-            elif f[0] == "block":
-                self.block = [int(x) for x in f[1:4]]
-            elif f[0] == "shared-bytes":
-                self.smem = int(f[1])
-            elif f[0] == "entry":
-                self.entry = f[1]
-            elif f[0] == "ptxas":
+        meta = open(os.path.join(KERNELS, name + ".meta")).read()
+        self.params = []
+        for line in meta.split("\n"):
+            f = line.split()
+            if f and f[0] == "param":
+                self.params.append((f[1], f[2], f[3]))
+            elif f and f[0] == "ptxas":
                 self.ptxas = " ".join(f[1:])
         torch.cuda.init()
         torch.zeros(1, device="cuda")
         image = open(os.path.join(KERNELS, name + ".cubin"), "rb").read()
-        self.module = ctypes.c_void_p()
-        check(cuda.cuModuleLoadData(ctypes.byref(self.module), image),
-              "cuModuleLoadData " + name)
-        self.func = ctypes.c_void_p()
-        check(cuda.cuModuleGetFunction(ctypes.byref(self.func), self.module,
-                                       self.entry.encode()), "cuModuleGetFunction")
-        if self.smem > 48 * 1024:
-            check(cuda.cuFuncSetAttribute(self.func, 8, self.smem),
-                  "cuFuncSetAttribute")
+        self.kernel = kiln_capi.Kernel.from_parts(image, meta)
 
     def launcher(self, *args):
         """A no-argument function that launches with these arguments."""
-        env, values = {}, []
-        for (name, kind, dtype, dims), a in zip(self.params, args):
+        arr = kiln_capi.make_args(len(self.params))
+        keep = [arr]
+        for i, ((_, kind, dtype), a) in enumerate(zip(self.params, args)):
+            d = dtype.encode()
+            keep.append(d)
+            arr[i].dtype = d
             if kind == "tensor":
-                for d, n in zip(dims, a.shape):
-                    if not d.lstrip("-").isdigit():
-                        env[d] = n
-                values.append(ctypes.c_void_p(a.data_ptr()))
+                arr[i].is_tensor = 1
+                arr[i].data = a.data_ptr()
+                arr[i].rank = a.dim()
+                shape = (ctypes.c_int64 * a.dim())(*a.shape)
+                keep.append(shape)
+                arr[i].shape = shape
             elif dtype == "f32":
-                values.append(ctypes.c_float(a))
+                ctypes.memmove(arr[i].scalar, struct.pack("<f", a), 4)
             else:
                 raise ValueError(dtype)
-        values += [ctypes.c_longlong(env[s]) for s in self.symbols]
-        grid = [sexpr(g, env) for g in self.grid]
-        ptrs = (ctypes.c_void_p * len(values))(
-            *[ctypes.cast(ctypes.pointer(v), ctypes.c_void_p) for v in values])
-        keep = (values, ptrs)
 
         def launch():
             _ = keep
-            stream = torch.cuda.current_stream().cuda_stream
-            check(cuda.cuLaunchKernel(self.func, *grid, *self.block, self.smem,
-                                      ctypes.c_void_p(stream), ptrs, None),
-                  "cuLaunchKernel " + self.name)
+            self.kernel.launch(arr, torch._C._cuda_getCurrentRawStream(
+                torch.cuda.current_device()))
         return launch
 
 
-def median_ms(fn, warmup=5, iters=20):
+def kernels(prefix):
+    """Every compiled kernel named PREFIX or PREFIX_*: the variants of a case."""
+    names = sorted(f[:-5] for f in os.listdir(KERNELS) if f.endswith(".meta"))
+    return [Kernel(n) for n in names if n == prefix or n.startswith(prefix + "_")]
+
+
+def median_ms(fn, warmup=5, iters=20, batch=5):
+    """Median over `iters` samples of the mean time of `batch` back-to-back
+    launches (so that host launch gaps do not count)."""
     for _ in range(warmup):
         fn()
     times = []
     for _ in range(iters):
         a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         a.record()
-        fn()
+        for _ in range(batch):
+            fn()
         b.record()
         b.synchronize()
-        times.append(a.elapsed_time(b))
+        times.append(a.elapsed_time(b) / batch)
     return statistics.median(times)
 
 
 def bench_gemm(rows):
     for dtype, tag in ((torch.float16, "f16"), (torch.bfloat16, "bf16")):
-        ks = [Kernel(f"gemm_{tag}{v}") for v in
-              ("", "_bk64", "_64x128", "_128x64", "_t256", "_t256bk32",
-               "_256x128")]
-        for m, n, k in ((4096, 4096, 4096), (8192, 8192, 8192), (8192, 28672, 8192)):
+        ks = kernels(f"gemm_{tag}")
+        for m, n, k in ((4096, 4096, 4096), (8192, 8192, 8192),
+                        (8192, 28672, 8192), (8192, 8192, 28672)):
             a = torch.randn(m, k, device="cuda", dtype=dtype)
             b = torch.randn(k, n, device="cuda", dtype=dtype)
             c = torch.empty(m, n, device="cuda", dtype=dtype)
@@ -176,9 +129,7 @@ def bench_attention(rows):
     total = 16384
     for d, heads in ((64, 32), (128, 16)):
         for causal in (False, True):
-            names = [f"fa{'_causal' if causal else ''}_d{d}_{v}"
-                     for v in ("bm64", "bm128", "bn128", "t256")]
-            ks = [Kernel(n) for n in names]
+            ks = kernels(f"fa{'_causal' if causal else ''}_d{d}")
             for s in (1024, 4096, 16384):
                 b = total // s
                 q, k, v = (torch.randn(b, s, heads, d, device="cuda",

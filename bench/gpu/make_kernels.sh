@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
-# Compiles the benchmark kernels for sm_90 with the kiln CLI (no GPU needed):
-# .gpu/bench-kernels/NAME.cubin + NAME.meta (KILN_BENCH_KERNELS overrides), read by bench.py on the GPU
-# machine. bf16 and head-dim-64 variants of the corpus kernels are made by
-# substitution into that folder.
-# Usage: bench/gpu/make_kernels.sh [path/to/kiln]
+# Compiles the benchmark kernels with the kiln CLI (no GPU needed) for
+# TARGET (default sm_90a, the Hopper path; sm_90 gives the sm_80-style
+# mma.sync path): .gpu/bench-kernels[-TARGET]/NAME.cubin + NAME.meta
+# (KILN_BENCH_KERNELS overrides), read by bench.py on the GPU machine. bf16
+# and head-dim-64 variants of the corpus kernels are made by substitution
+# into that folder; bench.py times every kernel of a case's name prefix.
+# Usage: bench/gpu/make_kernels.sh [path/to/kiln] [TARGET]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 kiln=${1:-build-cuda/client/kiln}
-out=${KILN_BENCH_KERNELS:-.gpu/bench-kernels}
+target=${2:-sm_90a}
+default_out=.gpu/bench-kernels
+[ "$target" = sm_90a ] || default_out=.gpu/bench-kernels-$target
+out=${KILN_BENCH_KERNELS:-$default_out}
 mkdir -p "$out"
 corpus=tests/compiler/corpus
 sed 's/f16/bf16/g' $corpus/gemm.tile > $out/gemm_bf16.tile
@@ -23,7 +28,7 @@ build() {  # NAME FILE KERNEL DEFINES...
   local defs=()
   local x
   for x in "$@"; do defs+=(-D "$x"); done
-  "$kiln" compile "$file" --target sm_90 --kernel "$kernel" "${defs[@]}" \
+  "$kiln" compile "$file" --target "$target" --kernel "$kernel" "${defs[@]}" \
     -o "$out/$name.cubin" --emit metadata > "$out/$name.meta"
   echo "$name: $(grep ptxas "$out/$name.meta")"
 }
@@ -42,6 +47,21 @@ build gemm_f16_64x128 $corpus/gemm.tile gemm BM=64 BN=128 BK=64 STAGES=3
 build gemm_bf16_64x128 $out/gemm_bf16.tile gemm BM=64 BN=128 BK=64 STAGES=3
 build gemm_f16_128x64 $corpus/gemm.tile gemm BM=128 BN=64 BK=64 STAGES=4
 build gemm_bf16_128x64 $out/gemm_bf16.tile gemm BM=128 BN=64 BK=64 STAGES=4
+if [ "$target" = sm_90a ]; then
+  # wgmma tiles: 64x256 per warpgroup (128 accumulator registers), deeper
+  # rings than the corpus's 96 KiB bound allows.
+  for t in f16 bf16; do
+    big='s/<= 98304/<= 229376/; s/STAGES in \[2, 3, 4\]/STAGES in [2, 3, 4, 5, 6]/'
+    sed "$big" $out/gemm_${t}_t256.tile > $out/gemm_${t}_t256big.tile
+    sed "$big" $corpus/gemm.tile | sed "s/f16/$t/g" > $out/gemm_${t}_big.tile
+    build gemm_${t}_wg128x128s4 $out/gemm_${t}_big.tile gemm BM=128 BN=128 BK=64 STAGES=4
+    build gemm_${t}_wg64x256s4 $out/gemm_${t}_big.tile gemm BM=64 BN=256 BK=64 STAGES=4
+    build gemm_${t}_wg128x256s3 $out/gemm_${t}_t256big.tile gemm BM=128 BN=256 BK=64 STAGES=3
+    build gemm_${t}_wg256x128s3 $out/gemm_${t}_t256big.tile gemm BM=256 BN=128 BK=64 STAGES=3
+    build gemm_${t}_wg128x256s4 $out/gemm_${t}_t256big.tile gemm BM=128 BN=256 BK=64 STAGES=4
+    build gemm_${t}_wg128x128s6 $out/gemm_${t}_big.tile gemm BM=128 BN=128 BK=64 STAGES=6
+  done
+fi
 for d in 64 128; do
   for c in "" _causal; do
     build fa${c}_d${d}_bm64 $out/fa_bf16_d$d.tile flash_attention_fwd$c \

@@ -282,6 +282,7 @@ absl::StatusOr<std::string> WriteKernelMetadata(
   }
   absl::StatusOr<std::string> threads = w.Launch(lowered.threads, "threads");
   if (!threads.ok()) return threads.status();
+  if (options.block_threads > 0) *threads = StrCat(options.block_threads);
   StrAppend(&out, "\nblock ", *threads, " 1 1\n");
   out += "cluster";
   if (lowered.cluster.empty()) {
@@ -294,6 +295,11 @@ absl::StatusOr<std::string> WriteKernelMetadata(
     }
   }
   StrAppend(&out, "\nshared-bytes ", options.shared_bytes, "\n");
+  for (const TensorMapSpec& m : options.tensor_maps) {
+    StrAppend(&out, "tensormap ", m.param, " ", m.swizzle);
+    for (int64_t b : m.box) StrAppend(&out, " ", b);
+    out += "\n";
+  }
   for (const Expr& a : lowered.assumptions) {
     std::string text = Print(a);
     std::replace(text.begin(), text.end(), '\n', ' ');

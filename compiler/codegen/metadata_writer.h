@@ -14,11 +14,25 @@
 
 namespace kiln::compiler {
 
+// A TMA tensor map a CUDA kernel takes (a `tensormap` record): built by
+// the runtime at launch for tensor parameter `param`, with this box
+// (innermost dim first) and swizzle span in bytes (0, 32, 64 or 128).
+struct TensorMapSpec {
+  std::string param;
+  int swizzle = 0;
+  std::vector<int64_t> box;
+  bool operator==(const TensorMapSpec&) const = default;
+};
+
 // What the metadata says beyond the kernel itself.
 struct MetadataOptions {
   std::string target;  // "cpu", "sm_80", ...
   std::string entry;   // the symbol to call or launch
   int64_t shared_bytes = 0;
+  // The block launched when it is not the kernel's threads(...) (a
+  // producer warpgroup added by the compiler); 0: threads(...).
+  int64_t block_threads = 0;
+  std::vector<TensorMapSpec> tensor_maps;
 };
 
 // The prefix S-expression of an integer expression (kernel-handle.md,

@@ -18,7 +18,7 @@ namespace kiln::compiler {
 namespace {
 
 const gpu::GpuDialect& DialectOf(const std::string& target) {
-  return IsHipTarget(target) ? HipDialect() : CudaDialect();
+  return IsHipTarget(target) ? HipDialect() : CudaDialect(target);
 }
 
 class GpuLayoutInferencePass : public Pass {

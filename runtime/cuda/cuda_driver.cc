@@ -62,6 +62,10 @@ absl::Status Driver::Init() {
     bind(api_.cuEventElapsedTime, "cuEventElapsedTime");
   }
   bind(api_.cuEventDestroy, "cuEventDestroy_v2");
+  if (auto sym = lib_.FindSymbol("cuTensorMapEncodeTiled"); sym.ok()) {
+    api_.cuTensorMapEncodeTiled =
+        reinterpret_cast<decltype(api_.cuTensorMapEncodeTiled)>(*sym);
+  }
   bind(api_.cuGetErrorName, "cuGetErrorName");
   bind(api_.cuGetErrorString, "cuGetErrorString");
   if (!missing.ok()) return missing;

@@ -56,6 +56,14 @@ struct DriverApi {
   CUresult (*cuEventSynchronize)(CUevent);
   CUresult (*cuEventElapsedTime)(float*, CUevent, CUevent);
   CUresult (*cuEventDestroy)(CUevent);
+  // Optional (drivers for CUDA 12+): null when the driver lacks it.
+  CUresult (*cuTensorMapEncodeTiled)(void* map, int dtype, unsigned rank,
+                                     void* address, const uint64_t* dims,
+                                     const uint64_t* strides,
+                                     const unsigned* box,
+                                     const unsigned* element_strides,
+                                     int interleave, int swizzle,
+                                     int l2_promotion, int oob_fill);
   CUresult (*cuGetErrorName)(CUresult, const char**);
   CUresult (*cuGetErrorString)(CUresult, const char**);
 };

@@ -88,12 +88,135 @@ absl::Status CudaKernel::Launch(absl::Span<const ArgValue> args,
     return absl::OkStatus();
   };
   auto enqueue = [&](const GpuBinding& b, void** params) {
+    if (metadata_.tensor_maps.empty()) {
+      return driver_->Check(
+          CallLaunchKernel(driver_->api().cuLaunchKernel, function_, b,
+                           metadata_.shared_bytes, stream, params),
+          "cuLaunchKernel");
+    }
+    // The tensor maps and their flag follow the symbols.
+    std::shared_ptr<const TensorMaps> maps = BuildTensorMaps(args);
+    const size_t n = args.size() + b.symbols.size();
+    std::vector<void*> all(params, params + n);
+    for (const TensorMap& m : maps->maps) {
+      all.push_back(const_cast<uint64_t*>(m.opaque));
+    }
+    all.push_back(const_cast<int*>(&maps->ok));
     return driver_->Check(
         CallLaunchKernel(driver_->api().cuLaunchKernel, function_, b,
-                         metadata_.shared_bytes, stream, params),
+                         metadata_.shared_bytes, stream, all.data()),
         "cuLaunchKernel");
   };
   return launcher_.Launch(metadata_, args, check, enqueue);
+}
+
+namespace {
+
+// CUtensorMapDataType for a dtype; -1 when TMA has no such element type.
+int TensorMapType(DType t) {
+  switch (t) {
+    case DType::kF16:
+      return 6;  // FLOAT16
+    case DType::kBF16:
+      return 9;  // BFLOAT16
+    case DType::kF32:
+      return 7;  // FLOAT32
+    case DType::kF64:
+      return 8;  // FLOAT64
+    case DType::kI32:
+      return 3;  // INT32
+    case DType::kU32:
+      return 2;  // UINT32
+    case DType::kI64:
+      return 5;  // INT64
+    case DType::kI16:
+      return 1;  // UINT16 (bits are copied as they are)
+    case DType::kI8:
+    case DType::kU8:
+    case DType::kF8E4M3:
+    case DType::kF8E5M2:
+    case DType::kBool:
+      return 0;  // UINT8
+    default:
+      return -1;
+  }
+}
+
+bool SameTensors(const std::vector<ArgValue>& a, absl::Span<const ArgValue> b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!a[i].is_tensor || !b[i].is_tensor) continue;
+    if (a[i].data != b[i].data || a[i].shape != b[i].shape ||
+        a[i].strides != b[i].strides) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+std::shared_ptr<const CudaKernel::TensorMaps> CudaKernel::BuildTensorMaps(
+    absl::Span<const ArgValue> args) const {
+  {
+    absl::MutexLock lock(&maps_mu_);
+    if (maps_ != nullptr && SameTensors(maps_for_, args)) return maps_;
+  }
+  auto out = std::make_shared<TensorMaps>();
+  out->maps.assign(metadata_.tensor_maps.size(), {});
+  bool ok = driver_->api().cuTensorMapEncodeTiled != nullptr;
+  for (size_t m = 0; ok && m < metadata_.tensor_maps.size(); ++m) {
+    const MetadataTensorMap& spec = metadata_.tensor_maps[m];
+    const ArgValue* arg = nullptr;
+    for (size_t i = 0; i < metadata_.params.size() && i < args.size(); ++i) {
+      if (metadata_.params[i].name == spec.param) arg = &args[i];
+    }
+    const int type = arg ? TensorMapType(arg->dtype) : -1;
+    if (type < 0 || arg->shape.size() != spec.box.size()) {
+      ok = false;
+      break;
+    }
+    const size_t rank = arg->shape.size();
+    const int64_t eb = DTypeBits(arg->dtype) / 8;
+    std::vector<int64_t> strides = arg->strides;
+    if (strides.empty()) {  // row-major
+      strides.assign(rank, 1);
+      for (size_t d = rank - 1; d-- > 0;) {
+        strides[d] = strides[d + 1] * arg->shape[d + 1];
+      }
+    }
+    uint64_t dims[5], gstrides[4];
+    unsigned box[5], estrides[5];
+    ok = strides[rank - 1] == 1 &&
+         reinterpret_cast<uintptr_t>(arg->data) % 16 == 0;
+    for (size_t d = 0; ok && d < rank; ++d) {
+      const size_t src = rank - 1 - d;  // innermost first
+      ok = arg->shape[src] > 0 && arg->shape[src] < (int64_t{1} << 32);
+      dims[d] = static_cast<uint64_t>(arg->shape[src]);
+      box[d] = static_cast<unsigned>(spec.box[d]);
+      estrides[d] = 1;
+      if (d > 0) {
+        const int64_t bytes = strides[src] * eb;
+        ok = ok && bytes > 0 && bytes % 16 == 0 && bytes < (int64_t{1} << 40);
+        gstrides[d - 1] = static_cast<uint64_t>(bytes);
+      }
+    }
+    if (!ok) break;
+    const int swizzle = spec.swizzle == 128  ? 3
+                        : spec.swizzle == 64 ? 2
+                        : spec.swizzle == 32 ? 1
+                                             : 0;
+    // L2 promotion of 256 bytes; out-of-bounds elements read as zero.
+    ok = driver_->api().cuTensorMapEncodeTiled(
+             out->maps[m].opaque, type, static_cast<unsigned>(rank), arg->data,
+             dims, gstrides, box, estrides, /*interleave=*/0, swizzle,
+             /*l2_promotion=*/3, /*oob_fill=*/0) == 0;
+  }
+  out->ok = ok ? 1 : 0;
+  absl::MutexLock lock(&maps_mu_);
+  maps_for_.assign(args.begin(), args.end());
+  maps_ = out;
+  return out;
 }
 
 }  // namespace kiln::runtime::cuda

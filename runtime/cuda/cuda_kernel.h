@@ -6,10 +6,15 @@
 #ifndef KILN_RUNTIME_CUDA_CUDA_KERNEL_H_
 #define KILN_RUNTIME_CUDA_CUDA_KERNEL_H_
 
+#include <array>
+#include <cstdint>
 #include <memory>
 #include <string_view>
+#include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
 #include "runtime/cuda/cuda_driver.h"
 #include "runtime/gpu_launch.h"
@@ -45,6 +50,24 @@ class CudaKernel {
   const KernelMetadata& metadata() const { return metadata_; }
   ~CudaKernel();
 
+  // The TMA tensor maps of the metadata for `args` (128 bytes each, in
+  // order), and whether all could be built: a tensor whose base address is
+  // not 16-byte aligned, whose innermost dim is not contiguous or whose
+  // other strides are not multiples of 16 bytes cannot have one, nor can
+  // any when the driver lacks cuTensorMapEncodeTiled; the kernel then takes
+  // its fallback path (the `int` after the maps is 0). Maps are cached: a
+  // launch with the same tensors (pointers, shapes, strides) as the last
+  // one reuses them.
+  struct alignas(64) TensorMap {  // CUtensorMap's storage
+    uint64_t opaque[16];
+  };
+  struct TensorMaps {
+    std::vector<TensorMap> maps;
+    int ok = 0;
+  };
+  std::shared_ptr<const TensorMaps> BuildTensorMaps(
+      absl::Span<const ArgValue> args) const;
+
  private:
   CudaKernel(const Driver* d, KernelMetadata md)
       : driver_(d), metadata_(std::move(md)) {}
@@ -54,6 +77,10 @@ class CudaKernel {
   GpuLauncher launcher_;
   CUmodule module_ = nullptr;
   CUfunction function_ = nullptr;
+  // The last tensor maps and the tensors they describe.
+  mutable absl::Mutex maps_mu_;
+  mutable std::vector<ArgValue> maps_for_ ABSL_GUARDED_BY(maps_mu_);
+  mutable std::shared_ptr<const TensorMaps> maps_ ABSL_GUARDED_BY(maps_mu_);
 };
 
 }  // namespace kiln::runtime::cuda

@@ -1,5 +1,7 @@
 // The CUDA back end without a GPU: every kernel of every valid corpus program
-// compiles to a cubin for sm_80 and sm_90 through NVRTC, the metadata reads
+// compiles to a cubin for sm_80, sm_90 and sm_90a through NVRTC (on sm_90a
+// with no spills and no ptxas C75xx performance warning, e.g. serialised
+// wgmma), the metadata reads
 // back, NVRTC errors point at the generated line and the tile-IR statement,
 // and the ptxas report is parsed.
 #include "compiler/codegen/cuda/cuda_codegen.h"
@@ -7,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -25,6 +28,7 @@ namespace kiln::compiler {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 std::string ReadFile(const std::filesystem::path& p) {
   std::ifstream in(p);
@@ -39,11 +43,12 @@ struct CorpusKernel {
   std::string arch;
 };
 
-// sm_80 and sm_90; KILN_CUDA_TEST_ARCHS="sm_80,sm_86,..." for others.
+// sm_80, sm_90 and sm_90a; KILN_CUDA_TEST_ARCHS="sm_80,sm_86,..." for
+// others.
 std::vector<std::string> Archs() {
   std::vector<std::string> out;
   const char* env = std::getenv("KILN_CUDA_TEST_ARCHS");
-  std::stringstream ss(env ? env : "sm_80,sm_90");
+  std::stringstream ss(env ? env : "sm_80,sm_90,sm_90a");
   for (std::string a; std::getline(ss, a, ',');) {
     if (!a.empty()) out.push_back(a);
   }
@@ -88,7 +93,7 @@ TEST_P(CudaCorpusTest, CompilesToCubin) {
   options.bindings = space[0];
   options.filename = c.file;
   absl::StatusOr<CompiledKernel> out = Compile(source, options);
-  if (!k->cluster.empty() && CudaArch(c.arch) != "sm_90") {
+  if (!k->cluster.empty() && c.arch != "sm_90" && c.arch != "sm_90a") {
     // Thread block clusters exist from sm_90 on: a clear error before.
     ASSERT_FALSE(out.ok());
     EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
@@ -108,6 +113,14 @@ TEST_P(CudaCorpusTest, CompilesToCubin) {
   EXPECT_EQ(md->entry, "kiln_" + c.kernel);
   EXPECT_GT(md->ptxas.registers, 0);
   EXPECT_LE(md->ptxas.registers, 255);
+  // ptxas C75xx warnings name code that runs slower than written (C7515:
+  // wgmma serialised because other instructions touch its registers;
+  // C7508: setmaxnreg ignored); the Hopper path must not produce them, nor
+  // spill.
+  EXPECT_THAT(out->build_log, Not(HasSubstr("C75"))) << out->build_log;
+  if (c.arch == "sm_90a") {
+    EXPECT_EQ(md->ptxas.spill_stores, 0) << out->build_log;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -185,6 +198,128 @@ TEST(CudaCodegenTest, AttentionKeepsRowStatisticsAndPInRegisters) {
             "ELF");
 }
 
+// sm_90a: the corpus GEMM and attention (unedited) take the Hopper path by
+// themselves (wgmma from 1024-byte-aligned swizzled panels), at the tile
+// configurations the benchmarks and the autotuner use, with no spills and no
+// ptxas C75xx warning (serialised wgmma).
+TEST(CudaCodegenTest, Sm90aLowersCorpusGemmsToWgmmaWithoutSerialisation) {
+  if (!HaveNvrtc()) GTEST_SKIP() << "NVRTC is not installed on this host";
+  struct Config {
+    std::string file, kernel;
+    std::map<std::string, int64_t> bindings;
+    std::string accumulator;  // the layout line it must get
+    bool tma = false;         // a warp-specialised TMA main loop
+  };
+  const std::vector<Config> configs = {
+      {"gemm.tile",
+       "gemm",
+       {{"BM", 128}, {"BN", 128}, {"BK", 64}, {"STAGES", 3}},
+       "Acc: registers, wgmma accumulator [128, 128] over 1 warpgroups",
+       true},
+      {"gemm.tile",
+       "gemm",
+       {{"BM", 64}, {"BN", 256}, {"BK", 32}, {"STAGES", 4}},
+       "Acc: registers, wgmma accumulator [64, 256]",
+       true},
+      {"gemm.tile",
+       "gemm",
+       {{"BM", 128}, {"BN", 64}, {"BK", 32}, {"STAGES", 4}},
+       "Acc: registers, wgmma accumulator [128, 64]",
+       true},
+      {"gemm.tile",
+       "gemm",
+       {{"BM", 64}, {"BN", 64}, {"BK", 32}, {"STAGES", 2}},
+       "Acc: registers, wgmma accumulator [64, 64]",
+       true},
+      {"gemm_bias_gelu.tile",
+       "gemm_bias_gelu",
+       {{"BM", 128}, {"BN", 128}, {"BK", 64}},
+       "Acc: registers, wgmma accumulator [128, 128]",
+       true},
+      {"flash_attention_fwd.tile",
+       "flash_attention_fwd",
+       {{"BM", 64}, {"BN", 64}, {"STAGES", 2}},
+       "acc_o: registers, wgmma accumulator [64, 128]"},
+      {"flash_attention_fwd.tile",
+       "flash_attention_fwd_causal",
+       {{"BM", 128}, {"BN", 64}, {"STAGES", 2}},
+       "acc_s: registers, wgmma accumulator [128, 64]"},
+  };
+  for (const Config& c : configs) {
+    SCOPED_TRACE(c.file + " " + c.kernel);
+    CompileOptions o;
+    o.target = "sm_90a";
+    o.kernel = c.kernel;
+    o.bindings = c.bindings;
+    o.keep_ptx = true;
+    absl::StatusOr<CompiledKernel> out =
+        Compile(ReadFile(std::filesystem::path(KILN_CORPUS_DIR) / c.file), o);
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_THAT(out->layouts, HasSubstr(c.accumulator)) << out->layouts;
+    EXPECT_THAT(out->layouts, HasSubstr("wgmma operand")) << out->layouts;
+    EXPECT_THAT(out->ptx, HasSubstr("wgmma.mma_async.sync.aligned.m64n"));
+    EXPECT_THAT(out->ptx, Not(HasSubstr("mma.sync.aligned.m16n8k16")));
+    EXPECT_THAT(out->build_log, Not(HasSubstr("C75"))) << out->build_log;
+    absl::StatusOr<runtime::KernelMetadata> md =
+        runtime::ParseKernelMetadata(out->metadata);
+    ASSERT_TRUE(md.ok()) << md.status();
+    EXPECT_EQ(md->target, "sm_90a");
+    EXPECT_EQ(md->ptxas.spill_stores, 0) << out->build_log;
+    if (c.tma) {
+      // A producer warpgroup beside the program's 128 threads, one tensor
+      // map per operand, TMA loads on mbarriers; the cp.async ring stays
+      // as the fallback for tensors TMA cannot describe.
+      EXPECT_EQ(md->block[0].AsConstant(), 256);
+      EXPECT_EQ(md->tensor_maps.size(), 2u);
+      EXPECT_THAT(out->ptx, HasSubstr("cp.async.bulk.tensor.2d"));
+      EXPECT_THAT(out->ptx, HasSubstr("mbarrier.try_wait.parity"));
+      EXPECT_THAT(out->ptx, HasSubstr("cp.async.cg.shared.global"));
+    } else {
+      EXPECT_EQ(md->block[0].AsConstant(), 128);
+      EXPECT_TRUE(md->tensor_maps.empty());
+    }
+  }
+}
+
+// Two consumer warpgroups and the producer (384 threads): the producer
+// gives registers back with setmaxnreg so that each consumer can hold a
+// 64x256 f32 accumulator, and ptxas honours it (no C7508).
+TEST(CudaCodegenTest, TwoConsumerWarpgroupsRebalanceRegisters) {
+  if (!HaveNvrtc()) GTEST_SKIP() << "NVRTC is not installed on this host";
+  std::string source =
+      ReadFile(std::filesystem::path(KILN_CORPUS_DIR) / "gemm.tile");
+  source.replace(source.find("threads(128)"), 12, "threads(256)");
+  CompileOptions o;
+  o.target = "sm_90a";
+  o.bindings = {{"BM", 128}, {"BN", 256}, {"BK", 32}, {"STAGES", 4}};
+  o.keep_ptx = true;
+  absl::StatusOr<CompiledKernel> out = Compile(source, o);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(out->layouts,
+              HasSubstr("Acc: registers, wgmma accumulator [128, 256] over 2 "
+                        "warpgroups, 128 per thread"));
+  EXPECT_THAT(out->ptx, HasSubstr("setmaxnreg.dec.sync.aligned.u32 40"));
+  EXPECT_THAT(out->ptx, HasSubstr("setmaxnreg.inc.sync.aligned.u32 232"));
+  EXPECT_THAT(out->build_log, Not(HasSubstr("C75"))) << out->build_log;
+  absl::StatusOr<runtime::KernelMetadata> md =
+      runtime::ParseKernelMetadata(out->metadata);
+  ASSERT_TRUE(md.ok()) << md.status();
+  EXPECT_EQ(md->block[0].AsConstant(), 384);
+  EXPECT_EQ(md->ptxas.spill_stores, 0) << out->build_log;
+}
+
+TEST(CudaCodegenTest, Sm90KeepsTheMmaSyncPath) {
+  if (!HaveNvrtc()) GTEST_SKIP() << "NVRTC is not installed on this host";
+  CompileOptions o;
+  o.target = "sm_90";
+  o.bindings = {{"BM", 64}};
+  o.keep_ptx = true;
+  absl::StatusOr<CompiledKernel> out = Compile(kGemm, o);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(out->ptx, HasSubstr("mma.sync.aligned.m16n8k16"));
+  EXPECT_THAT(out->ptx, Not(HasSubstr("wgmma")));
+}
+
 TEST(CudaCodegenTest, SharedMemoryOverTheArchLimitIsAnError) {
   if (!HaveNvrtc()) GTEST_SKIP() << "NVRTC is not installed on this host";
   CompileOptions o;
@@ -209,7 +344,7 @@ TEST(CudaCodegenTest, KeyDependsOnTargetAndToolchainNamesDeviceLibrary) {
   EXPECT_NE(*k80, *k90);
   auto id = CudaToolchainIdentity("sm_90a");
   ASSERT_TRUE(id.ok());
-  EXPECT_THAT(*id, HasSubstr("sm_90 kiln-device-" +
+  EXPECT_THAT(*id, HasSubstr("sm_90a kiln-device-" +
                              cuda::DeviceHeadersHash().substr(0, 16)));
   EXPECT_THAT(*id, HasSubstr("nvrtc-"));
 }

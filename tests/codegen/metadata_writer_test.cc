@@ -147,6 +147,30 @@ TEST(MetadataWriterTest, RoundTripsThroughTheRuntimeReader) {
   EXPECT_EQ(md->assumptions[1].text, "splits >= 1");
 }
 
+// A compiler-added producer warpgroup and TMA tensor maps (sm_90a):
+// `block` is the launched block and each map is a `tensormap` record the
+// runtime reads back.
+TEST(MetadataWriterTest, WritesTheLaunchedBlockAndTensorMaps) {
+  auto k = testing::ParseKernel(kGemm);
+  ASSERT_TRUE(k.ok()) << k.status();
+  compiler::MetadataOptions o{"sm_90a", "gemm_kernel", 4096};
+  o.block_threads = 256;
+  o.tensor_maps = {{"A", 128, {64, 128}}, {"B", 64, {32, 64}}};
+  absl::StatusOr<std::string> text = compiler::WriteKernelMetadata(*k, o);
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_THAT(*text, HasSubstr("block 256 1 1\n"));
+  EXPECT_THAT(*text,
+              HasSubstr("tensormap A 128 64 128\ntensormap B 64 32 64\n"));
+  absl::StatusOr<runtime::KernelMetadata> md =
+      runtime::ParseKernelMetadata(*text);
+  ASSERT_TRUE(md.ok()) << md.status();
+  EXPECT_EQ(md->block[0].AsConstant(), 256);
+  ASSERT_EQ(md->tensor_maps.size(), 2u);
+  EXPECT_EQ(md->tensor_maps[1].param, "B");
+  EXPECT_EQ(md->tensor_maps[1].swizzle, 64);
+  EXPECT_EQ(md->tensor_maps[1].box, (std::vector<int64_t>{32, 64}));
+}
+
 // The verifier rejects float facts; a kernel that skips it must get an
 // error, never a launch check silently dropped.
 TEST(MetadataWriterTest, FloatAssumptionsAreRejected) {

@@ -16,6 +16,16 @@ rc=$?
 grep -E "^device |Failure|first difference|Skipped|^\[  (FAILED|SKIPPED) " "$log" | head -60
 sed -n '/^kernel  /,/^GPU vs CPU/p' "$log"
 grep -E "^\[  PASSED|^\[==========\]|FAILED TEST" "$log"
+# On Hopper the default target is sm_90a (wgmma); the sm_80-style path
+# (mma.sync) runs there too, as sm_90.
+if nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | grep -q '^9\.'; then
+  KILN_GPU_TARGET=sm_90 gpu_corpus_tests --gtest_color=no "$@" > "$log.sm90" 2>&1
+  sm90_rc=$?
+  grep -E "Failure|first difference|^\[  FAILED " "$log.sm90" | head -30
+  sed -n '/^kernel  /,/^GPU vs CPU/p' "$log.sm90" | tail -3
+  grep -E "^\[  PASSED|FAILED TEST" "$log.sm90"
+  [ "$sm90_rc" -eq 0 ] || rc=$sm90_rc
+fi
 
 # The C++ client through kilnd (when bundled): compile the GEMM for the GPU,
 # launch it from the client, check it.

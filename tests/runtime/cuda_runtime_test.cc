@@ -4,6 +4,7 @@
 // metadata record that CUDA handles carry.
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -97,6 +98,38 @@ TEST(CudaMetadataTest, BadPtxasRecordIsAnError) {
   auto r = ParseKernelMetadata(bad);
   ASSERT_FALSE(r.ok());
   EXPECT_THAT(r.status().message(), HasSubstr("unknown ptxas key"));
+}
+
+// sm_90a kernels fed by TMA take one tensor map per `tensormap` record
+// (kernel-handle.md): the parameter, the swizzle span and the box.
+TEST(CudaMetadataTest, TensorMapRecordsAreReadInOrder) {
+  std::string text = kMetadata;
+  text += "tensormap X 128 64\n";
+  text += "tensormap X 0 32\n";
+  auto md = ParseKernelMetadata(text);
+  ASSERT_TRUE(md.ok()) << md.status();
+  ASSERT_EQ(md->tensor_maps.size(), 2u);
+  EXPECT_EQ(md->tensor_maps[0].param, "X");
+  EXPECT_EQ(md->tensor_maps[0].swizzle, 128);
+  EXPECT_EQ(md->tensor_maps[0].box, std::vector<int64_t>{64});
+  EXPECT_EQ(md->tensor_maps[1].swizzle, 0);
+}
+
+TEST(CudaMetadataTest, BadTensorMapRecordsNameTheProblem) {
+  auto error = [](const std::string& record) {
+    auto md = ParseKernelMetadata(std::string(kMetadata) + record + "\n");
+    return md.ok() ? std::string("ok") : std::string(md.status().message());
+  };
+  EXPECT_THAT(error("tensormap Y 128 64"),
+              HasSubstr("tensormap of 'Y', which is not a tensor parameter"));
+  EXPECT_THAT(error("tensormap X 128 64 8"),
+              HasSubstr("has a box of rank 2; the tensor has rank 1"));
+  EXPECT_THAT(error("tensormap X 96 64"), HasSubstr("bad tensormap swizzle"));
+  EXPECT_THAT(error("tensormap X 128 512"),
+              HasSubstr("bad tensormap box dim '512'"));
+  EXPECT_THAT(error("tensormap X 128"), HasSubstr("takes a parameter"));
+  // The line number is the record's.
+  EXPECT_THAT(error("tensormap Y 128 64"), HasSubstr("line 11:"));
 }
 
 }  // namespace

@@ -11,7 +11,7 @@ namespace {
 // Opt-in dynamic shared memory per block, by architecture.
 int64_t MaxSharedBytes(std::string_view arch) {
   if (arch == "sm_80") return 163 * 1024;
-  if (arch == "sm_90") return 227 * 1024;
+  if (arch == "sm_90" || arch == "sm_90a") return 227 * 1024;
   return 99 * 1024;  // sm_86, sm_89
 }
 
@@ -22,11 +22,9 @@ bool IsCudaTarget(std::string_view t) {
          t == "sm_90a";
 }
 
-std::string CudaArch(std::string_view t) {
-  return t == "sm_90a" ? "sm_90" : std::string(t);
-}
+std::string CudaArch(std::string_view t) { return std::string(t); }
 
-const gpu::GpuDialect& CudaDialect() {
+const gpu::GpuDialect& CudaDialect(std::string_view target) {
   static const gpu::GpuDialect* d = [] {
     auto* x = new gpu::GpuDialect;
     x->vendor = "CUDA";
@@ -41,7 +39,13 @@ const gpu::GpuDialect& CudaDialect() {
     x->ring_name = "cp.async";
     return x;
   }();
-  return *d;
+  static const gpu::GpuDialect* hopper = [] {
+    auto* x = new gpu::GpuDialect(*d);
+    x->warpgroup_mma = true;
+    x->tma = true;
+    return x;
+  }();
+  return target == "sm_90a" ? *hopper : *d;
 }
 
 absl::StatusOr<std::string> CudaToolchainIdentity(std::string_view target) {
@@ -61,8 +65,9 @@ absl::StatusOr<CudaArtifact> GenerateCudaSource(const Kernel& k,
   ro.target = o.target;
   ro.arch = arch;
   ro.max_shared_bytes = MaxSharedBytes(arch);
-  if (arch != "sm_90") ro.clusters_need = "thread block clusters (sm_90)";
-  auto r = gpu::RenderKernel(k, CudaDialect(), ro);
+  if (arch != "sm_90" && arch != "sm_90a")
+    ro.clusters_need = "thread block clusters (sm_90)";
+  auto r = gpu::RenderKernel(k, CudaDialect(o.target), ro);
   if (!r.ok()) return r.status();
   CudaArtifact out;
   static_cast<gpu::RenderedKernel&>(out) = *std::move(r);

@@ -17,14 +17,16 @@
 
 namespace kiln::compiler {
 
-// sm_80, sm_86, sm_89, sm_90 and sm_90a (compiled as sm_90 for now).
+// sm_80, sm_86, sm_89, sm_90 and sm_90a (Hopper with its
+// architecture-specific instructions: wgmma).
 bool IsCudaTarget(std::string_view target);
-// The NVRTC architecture a target compiles for ("sm_90" for "sm_90a").
+// The NVRTC architecture a target compiles for (the target itself).
 std::string CudaArch(std::string_view target);
 
 // What the shared GPU lowering needs to know about CUDA: 32-lane warps,
-// mma.sync m16n8k16 accumulators, cp.async, kiln/kiln.cuh.
-const gpu::GpuDialect& CudaDialect();
+// mma.sync m16n8k16 accumulators, cp.async, kiln/kiln.cuh; on sm_90a also
+// warpgroup MMA (wgmma).
+const gpu::GpuDialect& CudaDialect(std::string_view target);
 
 struct CudaCodegenOptions {
   std::string target = "sm_80";

@@ -202,7 +202,8 @@ void PlanRows(const Kernel& k, const GpuDialect& dialect, FragmentPlan* plan) {
         const RegisterFragment& rf = plan->registers.at(m);
         if (!acc) acc = &rf;
         ok = ok && rf.m == acc->m && rf.warps_m == acc->warps_m &&
-             rf.warps_n == 1 && acc->warps_n == 1;
+             rf.warpgroup == acc->warpgroup && rf.warps_n == 1 &&
+             acc->warps_n == 1;
       }
       for (const std::string& m : members) {
         if (is_acc(m)) continue;
@@ -217,8 +218,12 @@ void PlanRows(const Kernel& k, const GpuDialect& dialect, FragmentPlan* plan) {
         if (!is_row(r)) continue;
         for (const auto& [name, rf] : plan->registers) {
           if (g.Find(name) == g.Find(r)) {
-            plan->rows[r] = RowFragment{rf.m, rf.warps_m, rf.warps_n, rf.tile_m,
-                                        dialect.acc.rows_per_lane};
+            plan->rows[r] = RowFragment{rf.m,
+                                        rf.warps_m,
+                                        rf.warps_n,
+                                        rf.tile_m,
+                                        dialect.acc.rows_per_lane,
+                                        rf.warpgroup};
             break;
           }
         }
@@ -237,9 +242,10 @@ void PlanPacked(const Kernel& k, FragmentPlan* plan) {
         return;
       }
       auto acc = plan->registers.find(c->src.name);
+      // (wgmma accumulators: P goes through shared memory for now.)
       if (acc == plan->registers.end() || !Whole(c->src) || !Whole(c->dst) ||
-          acc->second.warps_n != 1 || !Is16Bit(t->second.dtype) ||
-          source.count(c->dst.name)) {
+          acc->second.warps_n != 1 || acc->second.warpgroup ||
+          !Is16Bit(t->second.dtype) || source.count(c->dst.name)) {
         bad.insert(c->dst.name);
         return;
       }
@@ -292,6 +298,17 @@ void PlanPacked(const Kernel& k, FragmentPlan* plan) {
 
 }  // namespace
 
+bool WarpgroupFits(int64_t m, int64_t n, int64_t k, int64_t threads,
+                   const TileInfo& a, const TileInfo& b) {
+  auto operand = [](const TileInfo& t) {
+    return t.dims.size() == 2 && t.dims[0] % 8 == 0 &&
+           (t.dims[1] * (DTypeBits(t.dtype) / 8)) % 32 == 0;
+  };
+  const int64_t groups = threads / 128;
+  return threads % 128 == 0 && groups > 0 && m % (64 * groups) == 0 &&
+         n % 8 == 0 && n <= 256 && k % 16 == 0 && operand(a) && operand(b);
+}
+
 bool ChooseWarps(int64_t m, int64_t n, int64_t warps, GemmPolicy policy,
                  int* warps_m, int* warps_n) {
   auto fits = [&](int64_t wm, int64_t wn) {
@@ -326,15 +343,23 @@ std::map<std::string, std::string> FragmentPlan::Describe() const {
     if (t.scope == Scope::kLocal) continue;
     if (auto it = registers.find(name); it != registers.end()) {
       const RegisterFragment& r = it->second;
-      out[name] = StrCat("registers, mma accumulator [", r.m, ", ", r.n,
-                         "] over ", r.warps_m, "x", r.warps_n, " warps, ",
-                         r.regs(), " per thread");
+      out[name] = r.warpgroup
+                      ? StrCat("registers, wgmma accumulator [", r.m, ", ", r.n,
+                               "] over ", r.warps_m, " warpgroups, ", r.regs(),
+                               " per thread")
+                      : StrCat("registers, mma accumulator [", r.m, ", ", r.n,
+                               "] over ", r.warps_m, "x", r.warps_n, " warps, ",
+                               r.regs(), " per thread");
     } else if (auto pk = packed.find(name); pk != packed.end()) {
       out[name] = StrCat("registers, mma A operands packed from ", pk->second);
     } else if (auto rt = rows.find(name); rt != rows.end()) {
-      out[name] = StrCat("registers, rows of the mma accumulator layout [",
-                         rt->second.m, "] over ", rt->second.warps_m,
-                         " warps, ", rt->second.regs(), " per thread");
+      out[name] = StrCat(
+          "registers, rows of the ", rt->second.warpgroup ? "wgmma" : "mma",
+          " accumulator layout [", rt->second.m, "] over ", rt->second.warps_m,
+          rt->second.warpgroup ? " warpgroups, " : " warps, ",
+          rt->second.regs(), " per thread");
+    } else if (wgmma_tiles.count(name)) {
+      out[name] = "shared, wgmma operand (swizzled panels, 1024-byte aligned)";
     } else if (swizzled.count(name)) {
       out[name] = "shared, swizzled 16-byte chunks";
     } else {
@@ -389,10 +414,20 @@ FragmentPlan PlanFragments(const Kernel& k, int64_t threads,
       int64_t kd = g->transpose_a ? a->dims[0] : a->dims[1];
       rf.m = c->dims[0];
       rf.n = c->dims[1];
-      ok =
-          kd % 16 == 0 &&
-          ChooseWarps(rf.m, rf.n, warps, g->policy, &rf.warps_m, &rf.warps_n) &&
-          rf.regs() <= kMaxRegsPerFragment;
+      if (dialect.warpgroup_mma &&
+          WarpgroupFits(rf.m, rf.n, kd, threads, *tile(g->a.name),
+                        *tile(g->b.name))) {
+        rf.warpgroup = true;
+        rf.tile_m = 64;
+        rf.warps_m = static_cast<int>(threads / 128);
+        rf.warps_n = 1;
+        ok = rf.regs() <= kMaxRegsPerFragment;
+      } else {
+        ok = kd % 16 == 0 &&
+             ChooseWarps(rf.m, rf.n, warps, g->policy, &rf.warps_m,
+                         &rf.warps_n) &&
+             rf.regs() <= kMaxRegsPerFragment;
+      }
     }
     if (!ok) {
       rejected.insert(g->c.name);
@@ -499,15 +534,20 @@ FragmentPlan PlanFragments(const Kernel& k, int64_t threads,
   // 6. A operands in registers.
   if (dialect.acc_feeds_a_operand) PlanPacked(k, &plan);
 
-  // 4. Swizzled operands of the tensor-core gemms.
+  // 4. Swizzled operands of the tensor-core gemms (the wgmma layout for
+  // any tile a wgmma reads: it keeps 16-byte rows of 8 elements whole, so
+  // ldmatrix can read it too).
   ForEachStmt(k.body, [&](const Stmt& s) {
     if (auto* g = std::get_if<GemmStmt>(&s.node)) {
-      if (cand.count(g->c.name)) {
-        if (!plan.packed.count(g->a.name)) plan.swizzled.insert(g->a.name);
-        plan.swizzled.insert(g->b.name);
-      }
+      auto c = cand.find(g->c.name);
+      if (c == cand.end()) return;
+      std::set<std::string>& into =
+          c->second.warpgroup ? plan.wgmma_tiles : plan.swizzled;
+      if (!plan.packed.count(g->a.name)) into.insert(g->a.name);
+      into.insert(g->b.name);
     }
   });
+  for (const std::string& t : plan.wgmma_tiles) plan.swizzled.erase(t);
   return plan;
 }
 

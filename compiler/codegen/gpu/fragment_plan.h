@@ -53,15 +53,19 @@ struct TileInfo {
 
 // A register fragment in the matrix instruction's accumulator layout; the
 // instruction tile (tile_m x tile_n, tile_regs per lane) is the dialect's.
+// With `warpgroup` (wgmma, kiln::WgAccLayout), warps_m / warps_n count
+// warpgroups of 4 warps and the tile is 64 x 8 (4 registers per lane).
 struct RegisterFragment {
   int64_t m = 0, n = 0;
   int warps_m = 1, warps_n = 1;
   int tile_m = 16, tile_n = 8, tile_regs = 4;
+  bool warpgroup = false;
   int64_t regs() const {
     return (m / warps_m / tile_m) * (n / warps_n / tile_n) * tile_regs;
   }
   bool operator==(const RegisterFragment& o) const {
-    return m == o.m && n == o.n && warps_m == o.warps_m && warps_n == o.warps_n;
+    return m == o.m && n == o.n && warps_m == o.warps_m &&
+           warps_n == o.warps_n && warpgroup == o.warpgroup;
   }
 };
 
@@ -72,6 +76,7 @@ struct RowFragment {
   int64_t m = 0;
   int warps_m = 1, warps_n = 1;
   int tile_m = 16, rows_per_lane = 2;
+  bool warpgroup = false;  // rows of a wgmma accumulator (kiln::WgRowLayout)
   int64_t regs() const { return m / warps_m / tile_m * rows_per_lane; }
 };
 
@@ -84,6 +89,8 @@ struct FragmentPlan {
   // block) and its only readers are tensor-core gemms as A.
   std::map<std::string, std::string> packed;
   std::set<std::string> swizzled;
+  // 16-bit shared tiles read by wgmma: kiln::WgmmaTile, 1024-byte aligned.
+  std::set<std::string> wgmma_tiles;
   // Printable layouts by tile (for --print-ir-after-all).
   std::map<std::string, std::string> Describe() const;
 };
@@ -92,6 +99,12 @@ struct FragmentPlan {
 // `threads` is the block size.
 FragmentPlan PlanFragments(const Kernel& kernel, int64_t threads,
                            const GpuDialect& dialect);
+
+// Whether an M x N accumulator with K-deep steps fits wgmma over
+// `threads` / 128 warpgroups stacked along M (64-row tiles each, N <= 256),
+// with operand tiles whose rows come in eights of whole 32-byte chunks.
+bool WarpgroupFits(int64_t m, int64_t n, int64_t k, int64_t threads,
+                   const TileInfo& a, const TileInfo& b);
 
 // The warp grid for an M x N accumulator (nullopt when none fits).
 bool ChooseWarps(int64_t m, int64_t n, int64_t warps, GemmPolicy policy,

@@ -53,6 +53,15 @@ struct GpuDialect {
   // library's g2s_tile_async completes at issue and its cp_async_commit /
   // cp_async_wait are no-ops (the emitter emits the same ring either way).
   std::string ring_name = "cp.async";
+  // Hopper warpgroup MMA (CUDA sm_90a): GEMMs whose operands are 16-bit
+  // shared tiles and whose accumulator fits 64-row tiles per warpgroup
+  // lower to wgmma.mma_async (kiln/wgmma.cuh) instead of the per-warp
+  // instruction; their operand tiles take the wgmma swizzled layout.
+  bool warpgroup_mma = false;
+  // Bulk tensor copies (TMA, kiln/tma.cuh) with mbarriers, named barriers
+  // and setmaxnreg: a pipelined wgmma main loop fed by whole-tile copies
+  // becomes warp-specialised (tma_loop.cc).
+  bool tma = false;
 };
 
 }  // namespace kiln::compiler::gpu

@@ -22,22 +22,27 @@
 #include "absl/status/statusor.h"
 #include "compiler/codegen/gpu/fragment_plan.h"
 #include "compiler/codegen/gpu/gpu_dialect.h"
+#include "compiler/codegen/metadata_writer.h"
 #include "compiler/ir/ir.h"
 
 namespace kiln::compiler::gpu {
 
 struct KernelSource {
-  std::string source;  // a complete translation unit (includes the library)
-  std::string entry;   // extern "C" name: "kiln_" + kernel name
-  int64_t threads = 0;
-  int64_t shared_bytes = 0;  // dynamic shared memory per block
+  std::string source;   // a complete translation unit (includes the library)
+  std::string entry;    // extern "C" name: "kiln_" + kernel name
+  int64_t threads = 0;  // the program's threads(...)
+  int64_t launch_threads = 0;  // the block launched (+ a producer warpgroup)
+  int64_t shared_bytes = 0;    // dynamic shared memory per block
+  std::vector<TensorMapSpec> tensor_maps;  // kernel parameters, in order
 };
 
 // Kernel ABI (compiler/docs/kernel-handle.md, "CUDA target ABI", the same
 // for HIP): one
 // parameter per IR parameter in order (tensors as device pointers to their
 // storage type, scalars by value in their storage type), then one `long
-// long` per dynamic symbol in metadata order.
+// long` per dynamic symbol in metadata order; kernels with tensor maps then
+// take one `const __grid_constant__ kiln::TensorMap` per map and an `int`
+// that is 1 when the runtime built them all (0: take the fallback path).
 //
 // InvalidArgument for a kernel that is not specialised (a tile dim or the
 // block size not constant); Unimplemented for a construct with no GPU

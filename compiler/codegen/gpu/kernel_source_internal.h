@@ -167,7 +167,13 @@ class Emitter {
   // read/written since the last barrier; an op that reads or writes what
   // is pending-written, or writes what is pending-read, gets one first.
   void Barrier() {
-    Line("__syncthreads();");
+    // wgmma reads shared memory through the async proxy: generic writes
+    // (stores, cp.async) are fenced before the barrier that publishes them.
+    if (!plan_.wgmma_tiles.empty()) Line("kiln::fence_proxy_async();");
+    // Warp-specialised kernels: the producer warpgroup has left; the
+    // consumer warpgroups synchronise among themselves.
+    Line(ws_loop_ ? StrCat("kiln::consumer_sync<", threads_, ">();")
+                  : std::string("__syncthreads();"));
     pend_r_.clear();
     pend_w_.clear();
   }
@@ -229,6 +235,9 @@ class Emitter {
   absl::Status EmitAlloc(const AllocStmt& a);
   absl::Status EmitTileOp(const Stmt& s);
   absl::Status EmitFor(const ForStmt& f, bool element);
+  // A loop's start (0 when absent) and stop as C++ expressions.
+  absl::StatusOr<std::pair<std::string, std::string>> LoopBounds(
+      const ForStmt& f);
   absl::Status EmitPipelined(const ForStmt& f, const Loc& loc);
   absl::Status EmitRasterize(const RasterizeStmt& r);
 
@@ -248,6 +257,35 @@ class Emitter {
                    absl::Status* st);
   absl::Status EmitFill(const FillStmt& f, const Loc& loc);
   absl::Status EmitGemm(const GemmStmt& g, const Loc& loc);
+
+  // ---- warp-specialised TMA rings (tma_loop.cc)
+  // Chooses the pipelined loop (if any) that becomes a TMA ring with a
+  // producer warpgroup; sets ws_loop_.
+  void PlanWarpSpecialised();
+  // The TMA loads of one ring copy (recorded while the consumer side is
+  // emitted; the producer is emitted from them).
+  struct TmaCopy {
+    int map = 0;                     // index into tensor_maps_
+    int rank = 2;                    // of the tensor map
+    std::vector<std::string> coord;  // per map dim (innermost first), C++
+    int64_t panels = 1, panel_elems = 0, panel_bytes = 0;
+    int64_t off0 = 0, ring_off = 0, slot = 0;  // shared-memory offsets
+  };
+  // Emits the consumer loop of ws_loop_ (called from EmitPipelined with
+  // its ring copies and stage count) and records what the producer issues.
+  absl::Status EmitWsConsumer(const ForStmt& f,
+                              const std::vector<const CopyStmt*>& ring,
+                              int64_t stages, int groups,
+                              const std::set<std::string>& accs);
+  // The setup both roles run and the producer warpgroup's branch.
+  absl::StatusOr<std::string> ProducerCode();
+  // The generated m64nNk16 wgmma instruction wrapper for these operands
+  // (its definition goes before the kernel); returns its name.
+  std::string WgmmaInstr(int64_t n, DType dtype, bool trans_a, bool trans_b);
+  // Shared-memory alignment of a tile (wgmma operands: 1024 bytes).
+  int64_t SmemAlign(const std::string& tile) const {
+    return plan_.wgmma_tiles.count(tile) ? 1024 : kSmemAlign;
+  }
   absl::Status EmitReduce(const ReduceStmt& r, const Loc& loc);
   absl::Status EmitCumsum(const CumsumStmt& c, const Loc& loc);
   absl::Status EmitAtomicAdd(const AtomicAddStmt& a, const Loc& loc);
@@ -268,9 +306,21 @@ class Emitter {
   std::map<std::string, std::pair<std::string, Type>> vars_;
   std::map<std::string, Buf> bufs_;
   std::map<std::string, int64_t> smem_offsets_;
-  std::map<std::string, int64_t> ring_stages_;  // tile -> stages
-  std::map<std::string, int64_t> slot_bytes_;   // shared tile -> bytes
+  std::map<std::string, int64_t> ring_stages_;   // tile -> stages
+  std::map<std::string, int64_t> slot_bytes_;    // shared tile -> bytes
+  std::map<std::string, int64_t> ring_offsets_;  // ring tile -> stages 1..
   std::set<std::string> pend_r_, pend_w_;
+  std::map<std::string, std::string> wgmma_instrs_;  // name -> definition
+  // Inside a pipelined ring whose wgmma groups are waited for by the loop.
+  bool defer_wgmma_wait_ = false;
+  // Warp specialisation: the loop, its stage count and TMA copies, the
+  // bounds' C++ code, and the tensor maps the kernel takes.
+  const ForStmt* ws_loop_ = nullptr;
+  int64_t ws_stages_ = 0;
+  std::string ws_lo_, ws_hi_;
+  std::vector<TmaCopy> ws_copies_;
+  std::vector<const RasterizeStmt*> ws_rasterize_;
+  std::vector<TensorMapSpec> tensor_maps_;
   int64_t smem_bytes_ = 0;
   int64_t scratch_offset_ = -1;
   int64_t threads_ = 0;

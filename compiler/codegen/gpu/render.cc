@@ -43,6 +43,10 @@ absl::StatusOr<RenderedKernel> RenderKernel(const Kernel& k,
   mo.target = o.target;
   mo.entry = out.entry;
   mo.shared_bytes = out.shared_bytes;
+  if (src->launch_threads != src->threads) {
+    mo.block_threads = src->launch_threads;
+  }
+  mo.tensor_maps = src->tensor_maps;
   auto md = WriteKernelMetadata(k, mo);
   if (!md.ok()) return md.status();
   out.metadata = std::move(*md);

@@ -357,6 +357,18 @@ absl::Status Emitter::EmitGemm(const GemmStmt& g, const Loc& loc) {
       Line(StrCat("for (int kiln_z = 0; kiln_z < ", rf.regs(), "; ++kiln_z) ",
                   c->buf->code, "[kiln_z] = 0.0f;"));
     }
+    if (rf.warpgroup) {
+      // Hopper: one wgmma group per gemm, waited for at once.
+      const std::string instr =
+          WgmmaInstr(rf.n, a->buf->dtype, g.transpose_a, !g.transpose_b);
+      Line(StrCat("kiln::gemm_wg<", instr, ", ", rf.m, ", ", rf.n, ", ", *kd,
+                  ", ", rf.warps_m, ", ", g.transpose_a ? "true" : "false",
+                  ", ", g.transpose_b ? "true" : "false", ", ", a->buf->layout,
+                  ", ", b->buf->layout, ">(", c->buf->code, ", ", a->buf->code,
+                  ", ", b->buf->code, ");"));
+      if (!defer_wgmma_wait_) Line("kiln::wgmma_wait<0>();");
+      return absl::OkStatus();
+    }
     if (!a->buf->packed_from.empty()) {
       Line(StrCat("kiln::gemm_rs<", tag, ", ", rf.m, ", ", rf.n, ", ", *kd,
                   ", ", rf.warps_m, ", ", g.transpose_b ? "true" : "false",
@@ -412,6 +424,37 @@ absl::Status Emitter::EmitGemm(const GemmStmt& g, const Loc& loc) {
       });
   Close();
   return st;
+}
+
+std::string Emitter::WgmmaInstr(int64_t n, DType dtype, bool trans_a,
+                                bool trans_b) {
+  const std::string type = dtype == DType::kBF16 ? "bf16" : "f16";
+  const std::string name = StrCat("kiln_wgmma_m64n", n, "k16_", type, "_",
+                                  trans_a ? "t" : "n", trans_b ? "t" : "n");
+  if (wgmma_instrs_.count(name)) return name;
+  // d[0 .. n/2) are the accumulator operands %0.., then the two
+  // descriptors; scale-d is 1 (accumulate), the operand scales 1, and the
+  // transpose immediates say which operands are MN-major.
+  const int64_t regs = n / 2;
+  std::string list;
+  for (int64_t i = 0; i < regs; ++i) {
+    StrAppend(&list, i ? ", " : "", "%", i);
+  }
+  std::string outs;
+  for (int64_t i = 0; i < regs; ++i) {
+    StrAppend(&outs, i ? ", " : "", "\"+f\"(d[", i, "])");
+  }
+  std::string def = StrCat(
+      "struct ", name, " {\n",
+      "  __device__ __forceinline__ static void mma(float (&d)[", regs,
+      "], unsigned long long a, unsigned long long b) {\n",
+      "    asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, %", regs + 2,
+      ", 0;\\nwgmma.mma_async.sync.aligned.m64n", n, "k16.f32.", type, ".",
+      type, " {", list, "}, %", regs, ", %", regs + 1, ", p, 1, 1, ",
+      trans_a ? 1 : 0, ", ", trans_b ? 1 : 0, ";\\n}\\n\"\n", "        : ",
+      outs, "\n", "        : \"l\"(a), \"l\"(b), \"r\"(1));\n", "  }\n};\n");
+  wgmma_instrs_[name] = std::move(def);
+  return name;
 }
 
 }  // namespace kiln::compiler::gpu::internal

@@ -1,0 +1,183 @@
+// Hopper warpgroup MMA (sm_90a): `wgmma.mma_async` from shared-memory
+// operand tiles described by 64-bit matrix descriptors, accumulating f32 in
+// registers. Included only by kernels the compiler lowers to the Hopper path
+// (wgmma needs the `sm_90a` target).
+//
+// Shared operand layout (WgmmaTile): a ROWS x COLS tile (COLS contiguous)
+// is stored as column panels SPAN bytes wide (128, 64 or 32: the widest
+// that divides a row), each panel ROWS x SPAN bytes and contiguous; inside a
+// panel the 16-byte chunks of row r are XOR-permuted by a function of r, the
+// pattern the hardware's 128/64/32-byte swizzle modes expect. Panels start
+// at multiples of 1024 bytes from a 1024-byte-aligned base, so the
+// descriptor's base offset is 0.
+//
+// Accumulator layout (WgAccLayout): warpgroup g of WGS_M owns rows
+// [g * M / WGS_M, (g + 1) * M / WGS_M) and every column, as 64-row wgmma
+// tiles; warp w of the warpgroup holds rows 16 w .. 16 w + 15 of each 64-row
+// tile, in the same per-lane pattern as mma.sync's 16 x 8 C tile (kiln/mma):
+// register q = (mi * N / 8 + ni) * 4 + e holds row mi * 64 + 16 w + lane / 4
+// + (e / 2) * 8, column ni * 8 + 2 * (lane % 4) + e % 2. Registers
+// [mi * N / 2, (mi + 1) * N / 2) are exactly one m64nNk16 instruction's
+// accumulator operand.
+#ifndef KILN_DEVICE_WGMMA_CUH_
+#define KILN_DEVICE_WGMMA_CUH_
+
+#include "kiln/shared_layout.cuh"
+
+namespace kiln {
+
+template <int ROWS, int COLS, int ELEM_BYTES>
+struct WgmmaTile {
+  enum : int { kRows = ROWS, kCols = COLS, kElems = ROWS * COLS };
+  enum : int { kRowBytes = COLS * ELEM_BYTES };
+  static_assert(kRowBytes % 32 == 0,
+                "a wgmma operand tile needs rows of a multiple of 32 bytes");
+  static_assert(ROWS % 8 == 0, "a wgmma operand tile needs rows in eights");
+  enum : int {
+    kSpan = kRowBytes % 128 == 0 ? 128 : kRowBytes % 64 == 0 ? 64 : 32
+  };
+  enum : int { kPanel = kSpan / ELEM_BYTES };  // elements per panel row
+  enum : int { kPerChunk = 16 / ELEM_BYTES };
+  enum : int { kChunks = kSpan / 16 };       // chunks per panel row
+  enum : int { kRowsPerPhase = 8 / kChunks };  // rows sharing one xor
+  // Descriptor layout field: 1 = 128-byte, 2 = 64-byte, 3 = 32-byte swizzle.
+  enum : int { kMode = kSpan == 128 ? 1 : kSpan == 64 ? 2 : 3 };
+  __device__ __forceinline__ static int offset(int r, int c) {
+    const int chunk = (c % kPanel) / kPerChunk;
+    return (c / kPanel) * (ROWS * kPanel) + r * kPanel +
+           (chunk ^ ((r / kRowsPerPhase) % kChunks)) * kPerChunk +
+           c % kPerChunk;
+  }
+  __device__ __forceinline__ static u64 encode(u32 bytes) {
+    return static_cast<u64>((bytes & 0x3FFFF) >> 4);
+  }
+  // The operand whose K runs along the columns (K-major): rows r0 .. of the
+  // M (or N) dimension, the 16-deep K step starting at column k0.
+  __device__ __forceinline__ static u64 desc_k_major(const void* base, int r0,
+                                                     int k0) {
+    const u32 addr = smem_addr(base) + (k0 / kPanel) * (ROWS * kSpan) +
+                     r0 * kSpan + (k0 % kPanel) * ELEM_BYTES;
+    return encode(addr) | (encode(16) << 16) | (encode(8 * kSpan) << 32) |
+           (static_cast<u64>(kMode) << 62);
+  }
+  // The operand whose M (or N) runs along the columns (MN-major): columns
+  // c0 .. (c0 a multiple of the panel width), the K step starting at row k0;
+  // successive panels are ROWS * SPAN bytes apart (the leading offset).
+  __device__ __forceinline__ static u64 desc_mn_major(const void* base,
+                                                      int c0, int k0) {
+    const u32 addr =
+        smem_addr(base) + (c0 / kPanel) * (ROWS * kSpan) + k0 * kSpan;
+    return encode(addr) | (encode(ROWS * kSpan) << 16) |
+           (encode(8 * kSpan) << 32) | (static_cast<u64>(kMode) << 62);
+  }
+};
+
+template <int M, int N, int WGS_M>
+struct WgAccLayout {
+  enum : int { kWm = M / WGS_M };
+  static_assert(M % WGS_M == 0 && kWm % 64 == 0,
+                "each warpgroup's rows must be whole 64-row wgmma tiles");
+  static_assert(N % 8 == 0 && N <= 256, "wgmma N is 8..256 in eights");
+  enum : int { kTm = kWm / 64, kTn = N / 8 };
+  enum : int { kRegs = kTm * kTn * 4 };  // per thread
+  __device__ __forceinline__ static int row(int q) {
+    const int wg = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4;
+    const int lane = threadIdx.x % 32;
+    const int mi = (q / 4) / kTn, e = q % 4;
+    return wg * kWm + mi * 64 + warp * 16 + lane / 4 + (e / 2) * 8;
+  }
+  __device__ __forceinline__ static int col(int q) {
+    const int lane = threadIdx.x % 32;
+    const int ni = (q / 4) % kTn, e = q % 4;
+    return ni * 8 + (lane % 4) * 2 + (e % 2);
+  }
+  // The index, in WgRowLayout<M, WGS_M>, of register q's row.
+  __device__ __forceinline__ static int row_reg(int q) {
+    return ((q / 4) / kTn) * 2 + (q % 4) / 2;
+  }
+};
+
+// A vector over the rows of a WgAccLayout<M, *, WGS_M>: each thread holds
+// its own rows (2 per 64-row tile), the 4 lanes of a row group holding the
+// same values.
+template <int M, int WGS_M>
+struct WgRowLayout {
+  enum : int { kWm = M / WGS_M };
+  static_assert(M % WGS_M == 0 && kWm % 64 == 0,
+                "each warpgroup's rows must be whole 64-row wgmma tiles");
+  enum : int { kRegs = kWm / 64 * 2 };
+  __device__ __forceinline__ static int row(int q) {
+    const int wg = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4;
+    const int lane = threadIdx.x % 32;
+    return wg * kWm + (q / 2) * 64 + warp * 16 + lane / 4 + (q % 2) * 8;
+  }
+};
+
+// Orders this thread's earlier register writes (accumulators, A operands)
+// before the wgmma that follow.
+__device__ __forceinline__ void wgmma_fence() {
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void wgmma_commit() {
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+// Waits until at most N committed wgmma groups are in flight.
+template <int N>
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+// Makes this thread's generic-proxy shared-memory writes (st.shared,
+// cp.async) visible to the async proxy (wgmma, TMA); each writing thread
+// issues it before the barrier that publishes the data.
+__device__ __forceinline__ void fence_proxy_async() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+// Pins the accumulator registers at this point of the program: the
+// compiler may not move, copy or rematerialise them across it. Around an
+// asynchronous wgmma group this keeps other instructions from defining
+// them while the group runs (which ptxas would answer by serialising the
+// wgmma, warning C7515).
+template <int N>
+__device__ __forceinline__ void wgmma_fence_operands(float (&acc)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(acc[i])::"memory");
+}
+
+// acc += op(A) @ op(B) over the block tile with wgmma, issued and committed
+// as one group (the caller waits). A is [M, K] ([K, M] when TRANS_A), B is
+// [K, N] ([N, K] when TRANS_B), both WgmmaTile layouts. INSTR is the
+// m64nNk16 instruction for this N, dtype and operand majorness
+// (`static void mma(float (&)[N / 2], u64 desc_a, u64 desc_b)`, generated
+// with the kernel). Warpgroups beyond WGS_M do nothing.
+template <typename INSTR, int M, int N, int K, int WGS_M, bool TRANS_A,
+          bool TRANS_B, typename LA, typename LB>
+__device__ __forceinline__ void gemm_wg(
+    float (&acc)[(WgAccLayout<M, N, WGS_M>::kRegs)], const u16* As,
+    const u16* Bs) {
+  typedef WgAccLayout<M, N, WGS_M> L;
+  static_assert(K % 16 == 0, "gemm_wg needs K in whole 16-element steps");
+  const int wg = threadIdx.x / 128;
+  if (wg >= WGS_M) return;
+  wgmma_fence_operands(acc);
+  wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < K / 16; ++kk) {
+    const u64 db = TRANS_B ? LB::desc_k_major(Bs, 0, kk * 16)
+                           : LB::desc_mn_major(Bs, 0, kk * 16);
+#pragma unroll
+    for (int mi = 0; mi < L::kTm; ++mi) {
+      const int m0 = wg * L::kWm + mi * 64;
+      const u64 da = TRANS_A ? LA::desc_mn_major(As, m0, kk * 16)
+                             : LA::desc_k_major(As, m0, kk * 16);
+      INSTR::mma(*reinterpret_cast<float(*)[N / 2]>(&acc[mi * (N / 2)]), da,
+                 db);
+    }
+  }
+  wgmma_commit();
+  wgmma_fence_operands(acc);
+}
+
+}  // namespace kiln
+
+#endif  // KILN_DEVICE_WGMMA_CUH_

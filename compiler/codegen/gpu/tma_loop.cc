@@ -1,0 +1,319 @@
+// Warp-specialised TMA rings (CUDA sm_90a): a `pipelined` GEMM main loop
+// whose copies are whole global tiles into wgmma operand tiles and whose
+// other statements are wgmma gemms becomes a producer/consumer pipeline.
+//
+// The block gets one more warpgroup, the producer, after the program's
+// threads (the consumers, which run everything else as written, with a
+// named barrier over themselves instead of __syncthreads). One producer
+// thread walks the loop issuing each stage's TMA loads (cp.async.bulk.tensor
+// from runtime-built tensor maps, 128/64/32-byte swizzled panels: the wgmma
+// operand layout) onto the stage's `full` mbarrier; the consumers wait for
+// it, issue the stage's wgmma, and release the previous stage's slot on its
+// `empty` mbarrier once those wgmma have completed. Nothing in the loop
+// waits on a block barrier.
+//
+// The tensor maps need 16-byte-aligned rows and base addresses; when the
+// runtime cannot build them it passes kiln_tma = 0 and the consumers run
+// the cp.async ring instead (the producer leaves at once).
+#include <algorithm>
+
+#include "compiler/codegen/gpu/kernel_source_internal.h"
+#include "compiler/codegen/metadata_writer.h"
+
+namespace kiln::compiler::gpu::internal {
+
+void ExprUses(const Expr& e, std::set<std::string>* used);
+
+namespace {
+
+// Registers per thread after setmaxnreg (multiples of 8): the producer
+// issues TMA only.
+constexpr int kProducerRegs = 40;
+
+bool Uses(const Expr& e, const std::set<std::string>& allowed) {
+  std::set<std::string> used;
+  ExprUses(e, &used);
+  for (const std::string& u : used) {
+    if (!allowed.count(u)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void Emitter::PlanWarpSpecialised() {
+  if (!dialect_.tma || threads_ % 128 != 0 || threads_ + 128 > 1024) return;
+  // Names the producer can evaluate at the top of the kernel.
+  std::set<std::string> allowed(k_.block_vars.begin(), k_.block_vars.end());
+  std::map<std::string, const Param*> tensors;
+  for (const Param& p : k_.params) {
+    allowed.insert(p.name);
+    if (p.is_tensor) tensors[p.name] = &p;
+  }
+  for (const std::string& s : DynamicSymbols(k_)) allowed.insert(s);
+  std::map<std::string, int64_t> written;  // tile -> copies into it
+  std::function<void(const Block&)> count = [&](const Block& b) {
+    for (const Stmt& s : b) {
+      if (auto* c = std::get_if<CopyStmt>(&s.node)) written[c->dst.name]++;
+      if (auto* f = std::get_if<ForStmt>(&s.node)) count(f->body);
+      if (auto* i = std::get_if<IfStmt>(&s.node)) {
+        count(i->then_body);
+        count(i->else_body);
+      }
+    }
+  };
+  count(k_.body);
+
+  auto eligible = [&](const ForStmt& f) {
+    auto stages = f.stages ? FoldInt(*f.stages) : std::nullopt;
+    if (!stages || *stages < 2 || *stages > 8) return false;
+    std::set<std::string> names = allowed;
+    names.insert(f.var);
+    if ((f.start && !Uses(*f.start, allowed)) || !Uses(f.stop, allowed)) {
+      return false;
+    }
+    int copies = 0, gemms = 0;
+    for (const Stmt& s : f.body) {
+      if (auto* c = std::get_if<CopyStmt>(&s.node)) {
+        auto t = plan_.tiles.find(c->dst.name);
+        auto p = tensors.find(c->src.name);
+        if (gemms > 0 || !plan_.wgmma_tiles.count(c->dst.name) ||
+            t == plan_.tiles.end() || p == tensors.end() || !Whole(c->dst) ||
+            written[c->dst.name] != 1 || p->second->dtype != t->second.dtype ||
+            !c->src.has_slices || p->second->shape.size() > 5) {
+          return false;
+        }
+        // The innermost dim is contiguous (row-major, or a unit stride).
+        const Param& param = *p->second;
+        if (!param.strides.empty()) {
+          auto st = FoldInt(param.strides.back());
+          if (!st || *st != 1) return false;
+        }
+        // The tile's columns run along the tensor's innermost dim, its rows
+        // along one other ranged dim; every other dim is a single index.
+        const std::vector<Slice>& sl = c->src.slices;
+        std::vector<int> ranged;
+        for (size_t d = 0; d < sl.size(); ++d) {
+          if (sl[d].kind == Slice::Kind::kFull) return false;
+          if (!Uses(sl[d].start, names)) return false;
+          if (sl[d].kind == Slice::Kind::kRange) ranged.push_back(d);
+        }
+        if (ranged.size() != 2 ||
+            ranged[1] != static_cast<int>(sl.size()) - 1) {
+          return false;
+        }
+        const std::vector<int64_t>& dims = t->second.dims;
+        if (dims.size() != 2 || FoldInt(sl[ranged[0]].extent) != dims[0] ||
+            FoldInt(sl[ranged[1]].extent) != dims[1] || dims[0] > 256) {
+          return false;
+        }
+        ++copies;
+        continue;
+      }
+      auto* g = std::get_if<GemmStmt>(&s.node);
+      auto r = g ? plan_.registers.find(g->c.name) : plan_.registers.end();
+      if (!g || r == plan_.registers.end() || !r->second.warpgroup ||
+          g->clear_accum) {
+        return false;
+      }
+      ++gemms;
+    }
+    return copies > 0 && gemms > 0;
+  };
+
+  std::vector<const RasterizeStmt*> rasters;
+  for (const Stmt& s : k_.body) {
+    if (auto* r = std::get_if<RasterizeStmt>(&s.node)) {
+      rasters.push_back(r);
+      continue;
+    }
+    auto* f = std::get_if<ForStmt>(&s.node);
+    if (!f || f->loop != LoopKind::kPipelined) continue;
+    if (eligible(*f)) {
+      ws_loop_ = f;
+      ws_rasterize_ = rasters;
+      return;
+    }
+  }
+}
+
+absl::Status Emitter::EmitWsConsumer(const ForStmt& f,
+                                     const std::vector<const CopyStmt*>& ring,
+                                     int64_t stages, int groups,
+                                     const std::set<std::string>& accs) {
+  const int64_t S = stages;
+  const std::string v = Mangle(f.var);
+  ws_stages_ = S;
+  // The producer's copies: per ring tile, one TMA load per panel.
+  for (const CopyStmt* c : ring) {
+    const Buf& b = bufs_.at(c->dst.name);
+    const int64_t eb = DTypeBits(b.dtype) / 8;
+    const int64_t row_bytes = b.dims[1] * eb;
+    const int64_t span = row_bytes % 128 == 0  ? 128
+                         : row_bytes % 64 == 0 ? 64
+                                               : 32;
+    TmaCopy t;
+    t.panel_elems = span / eb;
+    t.panel_bytes = b.dims[0] * span;
+    t.panels = b.dims[1] / t.panel_elems;
+    t.off0 = smem_offsets_.at(c->dst.name);
+    t.ring_off = ring_offsets_.at(c->dst.name);
+    t.slot = slot_bytes_.at(c->dst.name);
+    const std::vector<Slice>& sl = c->src.slices;
+    TensorMapSpec spec;
+    spec.param = c->src.name;
+    spec.swizzle = static_cast<int>(span);
+    t.rank = static_cast<int>(sl.size());
+    for (size_t i = sl.size(); i-- > 0;) {
+      auto start = Index(sl[i].start);
+      if (!start.ok()) return start.status();
+      t.coord.push_back("(int)(" + *start + ")");
+      const bool inner = i + 1 == sl.size();
+      spec.box.push_back(inner                               ? t.panel_elems
+                         : sl[i].kind == Slice::Kind::kRange ? b.dims[0]
+                                                             : 1);
+    }
+    auto it = std::find(tensor_maps_.begin(), tensor_maps_.end(), spec);
+    t.map = static_cast<int>(it - tensor_maps_.begin());
+    if (it == tensor_maps_.end()) tensor_maps_.push_back(spec);
+    ws_copies_.push_back(std::move(t));
+  }
+  auto bounds = LoopBounds(f);
+  if (!bounds.ok()) return bounds.status();
+  const std::string& start = bounds->first;
+  const std::string* const stop = &bounds->second;
+  ws_lo_ = start;
+  ws_hi_ = *stop;
+
+  Line("// consumers: wait for the stage's TMA loads, issue its wgmma, free");
+  Line("// the previous stage once its wgmma have completed");
+  for (const std::string& a : accs) {
+    Line("kiln::wgmma_fence_operands(" + a + ");");
+  }
+  Line("const long long kiln_lo = " + start + ", kiln_hi = " + *stop + ";");
+  Open(StrCat("for (long long ", v, " = kiln_lo; ", v, " < kiln_hi; ++", v,
+              ")"));
+  Line("const int kiln_i = (int)(" + v + " - kiln_lo);");
+  Line(StrCat("const int kiln_slot = kiln_i % ", S, ";"));
+  Line(StrCat("kiln::mbar_wait(&kiln_full[kiln_slot], (kiln_i / ", S,
+              ") & 1);"));
+  for (const CopyStmt* c : ring) {
+    const Buf& b = bufs_.at(c->dst.name);
+    const int64_t elems = slot_bytes_.at(c->dst.name) /
+                          std::max<int64_t>(1, DTypeBits(b.dtype) / 8);
+    Line(StrCat(b.code, " = (kiln_slot == 0 ? ", b.code, "_stage0 : ", b.code,
+                "_ring + (kiln_slot - 1) * ", elems, ");"));
+  }
+  defer_wgmma_wait_ = true;
+  for (const Stmt& s : f.body) {
+    if (std::holds_alternative<CopyStmt>(s.node)) continue;
+    absl::Status st = EmitStmt(s, false);
+    if (!st.ok()) {
+      defer_wgmma_wait_ = false;
+      return st;
+    }
+  }
+  defer_wgmma_wait_ = false;
+  Line(StrCat("kiln::wgmma_wait<", groups, ">();"));
+  Line(
+      StrCat("if (kiln_i > 0 && threadIdx.x % 32 == 0) kiln::mbar_arrive("
+             "&kiln_empty[(kiln_i + ",
+             S - 1, ") % ", S, "]);"));
+  Close();
+  Line("kiln::wgmma_wait<0>();");
+  for (const std::string& a : accs) {
+    Line("kiln::wgmma_fence_operands(" + a + ");");
+  }
+  // The gemms read ring slots only: nothing is owed a block barrier.
+  pend_r_.clear();
+  pend_w_.clear();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> Emitter::ProducerCode() {
+  const int64_t S = ws_stages_;
+  const int64_t T = threads_;
+  std::string saved_out = std::move(out_);
+  const int saved_indent = indent_;
+  out_.clear();
+  indent_ = 1;
+  Line("// Warp specialisation: threads [0, " + std::to_string(T) +
+       ") consume, the last warpgroup produces (TMA).");
+  Line(StrCat("__shared__ __align__(8) unsigned long long kiln_full[", S,
+              "], kiln_empty[", S, "];"));
+  Open("if (threadIdx.x == 0)");
+  Open(StrCat("for (int kiln_s = 0; kiln_s < ", S, "; ++kiln_s)"));
+  Line("kiln::mbar_init(&kiln_full[kiln_s], 1);");
+  Line(StrCat("kiln::mbar_init(&kiln_empty[kiln_s], ", T / 32,
+              ");  // one arrival per consumer warp"));
+  Close();
+  Line("kiln::mbar_init_fence();");
+  Close();
+  Line("__syncthreads();");
+  const bool rebalance = T + 128 > 256;
+  Open(StrCat("if (threadIdx.x >= ", T, ")"));
+  if (rebalance) Line(StrCat("kiln::regs_dec<", kProducerRegs, ">();"));
+  if (ws_copies_.empty()) {
+    // The loop kept its cp.async ring: the producer has nothing to do.
+    Line("return;");
+    Close();
+    std::string code = std::move(out_);
+    out_ = std::move(saved_out);
+    indent_ = saved_indent;
+    return code;
+  }
+  Open(StrCat("if (kiln_tma && threadIdx.x == ", T, ")"));
+  for (size_t m = 0; m < tensor_maps_.size(); ++m) {
+    Line(StrCat("kiln::tma_prefetch(&kiln_map", m, ");"));
+  }
+  for (const RasterizeStmt* r : ws_rasterize_) {
+    KILN_GPU_RETURN_IF_ERROR(EmitRasterize(*r));
+  }
+  const std::string v = Mangle(ws_loop_->var);
+  int64_t bytes = 0;
+  for (const TmaCopy& t : ws_copies_) bytes += t.panels * t.panel_bytes;
+  Line("const long long kiln_lo = " + ws_lo_ + ", kiln_hi = " + ws_hi_ + ";");
+  Open(StrCat("for (long long ", v, " = kiln_lo; ", v, " < kiln_hi; ++", v,
+              ")"));
+  Line("const int kiln_i = (int)(" + v + " - kiln_lo);");
+  Line(StrCat("const int kiln_slot = kiln_i % ", S, ";"));
+  Line(StrCat("if (kiln_i >= ", S,
+              ") kiln::mbar_wait(&kiln_empty[kiln_slot], (kiln_i / ", S,
+              " - 1) & 1);"));
+  Line(StrCat("kiln::mbar_arrive_expect_tx(&kiln_full[kiln_slot], ", bytes,
+              ");"));
+  for (const TmaCopy& t : ws_copies_) {
+    Open("");
+    Line(StrCat(
+        "unsigned char* const kiln_dst = kiln_smem + (kiln_slot == 0 ? ",
+        t.off0, " : ", t.ring_off, " + (kiln_slot - 1) * ", t.slot, ");"));
+    for (int64_t p = 0; p < t.panels; ++p) {
+      std::string c;
+      for (size_t d = 0; d < t.coord.size(); ++d) {
+        StrAppend(&c, d ? ", " : "", t.coord[d],
+                  d == 0 && p ? StrCat(" + ", p * t.panel_elems) : "");
+      }
+      Line(StrCat("kiln::tma_load<", t.rank, ">(kiln_dst + ", p * t.panel_bytes,
+                  ", &kiln_map", t.map, ", &kiln_full[kiln_slot], {", c,
+                  "});"));
+    }
+    Close();
+  }
+  Close();
+  Close();
+  Line("return;");
+  Close();
+  if (rebalance) {
+    // 65536 registers: 128 producer threads at kProducerRegs, the rest
+    // shared by the consumers (a multiple of 8, at most 256).
+    const int64_t regs =
+        std::min<int64_t>(256, (65536 - 128 * kProducerRegs) / T / 8 * 8);
+    Line(StrCat("kiln::regs_inc<", regs, ">();"));
+  }
+  std::string code = std::move(out_);
+  out_ = std::move(saved_out);
+  indent_ = saved_indent;
+  return code;
+}
+
+}  // namespace kiln::compiler::gpu::internal
