@@ -263,6 +263,12 @@ absl::Status MetadataParser::Record(std::string_view line) {
     }
     return absl::OkStatus();
   }
+  if (rec == "persistent") {
+    if (absl::Status s = Once(rec); !s.ok()) return s;
+    if (f.size() != 1) return Error("'persistent' takes no fields");
+    md_.persistent = true;
+    return absl::OkStatus();
+  }
   if (rec == "tensormap") {
     // tensormap PARAM SWIZZLE BOX... (checked against the param in Validate)
     if (f.size() < 4) {

@@ -92,6 +92,9 @@ struct KernelMetadata {
   int64_t shared_bytes = 0;
   std::vector<MetadataAssumption> assumptions;
   std::vector<MetadataTensorMap> tensor_maps;  // kernel parameters, in order
+  // The kernel walks `grid` itself (a `persistent` record): launch
+  // min(grid blocks, multiprocessors) blocks along x (CUDA).
+  bool persistent = false;
   PtxasReport ptxas;
 };
 

@@ -96,6 +96,25 @@ def median_ms(fn, warmup=5, iters=20, batch=5):
     return statistics.median(times)
 
 
+def gemm_row(rows, label, ks, args, c, ref, t_ref, flops, ref_name):
+    """Times every kernel variant on `args` (output `c`, checked against
+    `ref`), keeps the fastest and appends its row."""
+    best = None
+    for kern in ks:
+        c.fill_(float("nan"))
+        run = kern.launcher(*args)
+        run()
+        torch.cuda.synchronize()
+        err = ((c.float() - ref.float()).abs().max() /
+               ref.float().abs().max()).item()
+        t = median_ms(run)
+        if best is None or t < best[0]:
+            best = (t, kern.name, err)
+    rows.append((label, best[1], flops / best[0] / 1e9, flops / t_ref / 1e9,
+                 ref_name, t_ref / best[0], best[2]))
+    print(rows[-1], flush=True)
+
+
 def bench_gemm(rows):
     for dtype, tag in ((torch.float16, "f16"), (torch.bfloat16, "bf16")):
         ks = kernels(f"gemm_{tag}")
@@ -106,23 +125,29 @@ def bench_gemm(rows):
             c = torch.empty(m, n, device="cuda", dtype=dtype)
             ref = torch.matmul(a, b)
             t_ref = median_ms(lambda: torch.matmul(a, b))
-            best = None
-            for kern in ks:
-                c.fill_(float("nan"))
-                run = kern.launcher(a, b, c)
-                run()
-                torch.cuda.synchronize()
-                err = ((c.float() - ref.float()).abs().max() /
-                       ref.float().abs().max()).item()
-                t = median_ms(run)
-                if best is None or t < best[0]:
-                    best = (t, kern.name, err)
-            flops = 2 * m * n * k
-            rows.append((f"GEMM {tag} {m}x{n}x{k}", best[1],
-                         flops / best[0] / 1e9, flops / t_ref / 1e9,
-                         "cuBLAS", t_ref / best[0], best[2]))
-            print(rows[-1], flush=True)
+            gemm_row(rows, f"GEMM {tag} {m}x{n}x{k}", ks, (a, b, c), c, ref,
+                     t_ref, 2 * m * n * k, "cuBLAS")
             del a, b, c, ref
+
+
+def bench_fp8(rows):
+    """FP8 e4m3 GEMM (per-tensor scales, bf16 out) vs torch._scaled_mm
+    (cuBLASLt)."""
+    ks = kernels("gemm_fp8")
+    for m, n, k in ((4096, 4096, 4096), (8192, 8192, 8192)):
+        a = torch.randn(m, k, device="cuda").to(torch.float8_e4m3fn)
+        b = torch.randn(n, k, device="cuda").to(torch.float8_e4m3fn)
+        c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+        one = torch.ones((), device="cuda")
+
+        def scaled_mm():
+            return torch._scaled_mm(a, b.t(), scale_a=one, scale_b=one,
+                                    out_dtype=torch.bfloat16)
+        ref = scaled_mm()
+        t_ref = median_ms(scaled_mm)
+        gemm_row(rows, f"GEMM fp8 e4m3 {m}x{n}x{k}", ks, (a, b, c, 1.0, 1.0),
+                 c, ref, t_ref, 2 * m * n * k, "cuBLASLt _scaled_mm")
+        del a, b, c, ref
 
 
 def bench_attention(rows):
@@ -183,12 +208,14 @@ def profile():
 def main():
     torch.manual_seed(0)
     rows = []
-    what = sys.argv[1:] or ["gemm", "attention"]
+    what = sys.argv[1:] or ["gemm", "fp8", "attention"]
     if "profile" in what:
         profile()
         return
     if "gemm" in what:
         bench_gemm(rows)
+    if "fp8" in what:
+        bench_fp8(rows)
     if "attention" in what:
         bench_attention(rows)
     gpu = torch.cuda.get_device_name()

@@ -62,6 +62,9 @@ if [ "$target" = sm_90a ]; then
     build gemm_${t}_wg128x128s6 $out/gemm_${t}_big.tile gemm BM=128 BN=128 BK=64 STAGES=6
   done
 fi
+# FP8 (e4m3) GEMM: the corpus program (B stored [N, K]).
+build gemm_fp8_128x128s3 $corpus/gemm_fp8.tile gemm_fp8 BM=128 BN=128 BK=128 STAGES=3
+build gemm_fp8_128x128s4 $corpus/gemm_fp8.tile gemm_fp8 BM=128 BN=128 BK=128 STAGES=4
 for d in 64 128; do
   for c in "" _causal; do
     build fa${c}_d${d}_bm64 $out/fa_bf16_d$d.tile flash_attention_fwd$c \

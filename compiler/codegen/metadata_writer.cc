@@ -295,6 +295,7 @@ absl::StatusOr<std::string> WriteKernelMetadata(
     }
   }
   StrAppend(&out, "\nshared-bytes ", options.shared_bytes, "\n");
+  if (options.persistent) out += "persistent\n";
   for (const TensorMapSpec& m : options.tensor_maps) {
     StrAppend(&out, "tensormap ", m.param, " ", m.swizzle);
     for (int64_t b : m.box) StrAppend(&out, " ", b);

@@ -33,6 +33,9 @@ struct MetadataOptions {
   // producer warpgroup added by the compiler); 0: threads(...).
   int64_t block_threads = 0;
   std::vector<TensorMapSpec> tensor_maps;
+  // The kernel walks its grid itself (a `persistent` record): the runtime
+  // launches min(grid blocks, multiprocessors) blocks along x.
+  bool persistent = false;
 };
 
 // The prefix S-expression of an integer expression (kernel-handle.md,

@@ -1,5 +1,6 @@
 #include "runtime/cuda/cuda_kernel.h"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <string>
@@ -37,6 +38,7 @@ absl::StatusOr<std::unique_ptr<CudaKernel>> CudaKernel::Load(
                      dev->name, " allows ", dev->max_shared_optin));
   }
   std::unique_ptr<CudaKernel> k(new CudaKernel(*d, std::move(metadata)));
+  k->sm_count_ = std::max(1, dev->sm_count);
   const DriverApi& api = (*d)->api();
   // The cubin must outlive nothing: the driver copies it.
   std::string image(cubin);
@@ -87,7 +89,19 @@ absl::Status CudaKernel::Launch(absl::Span<const ArgValue> args,
     }
     return absl::OkStatus();
   };
-  auto enqueue = [&](const GpuBinding& b, void** params) {
+  auto enqueue = [&](const GpuBinding& bound, void** params) {
+    // A persistent kernel walks the grid itself: one block per SM.
+    GpuBinding persistent;
+    if (metadata_.persistent) {
+      persistent.grid = {1, 1, 1};
+      persistent.block = bound.block;
+      const uint64_t blocks =
+          uint64_t{bound.grid[0]} * bound.grid[1] * bound.grid[2];
+      persistent.grid[0] = static_cast<unsigned>(
+          std::min<uint64_t>(blocks, static_cast<uint64_t>(sm_count_)));
+      persistent.symbols = bound.symbols;
+    }
+    const GpuBinding& b = metadata_.persistent ? persistent : bound;
     if (metadata_.tensor_maps.empty()) {
       return driver_->Check(
           CallLaunchKernel(driver_->api().cuLaunchKernel, function_, b,

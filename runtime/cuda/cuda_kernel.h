@@ -77,6 +77,7 @@ class CudaKernel {
   GpuLauncher launcher_;
   CUmodule module_ = nullptr;
   CUfunction function_ = nullptr;
+  int sm_count_ = 1;  // of the device it was loaded on
   // The last tensor maps and the tensors they describe.
   mutable absl::Mutex maps_mu_;
   mutable std::vector<ArgValue> maps_for_ ABSL_GUARDED_BY(maps_mu_);

@@ -209,6 +209,7 @@ TEST(CudaCodegenTest, Sm90aLowersCorpusGemmsToWgmmaWithoutSerialisation) {
     std::map<std::string, int64_t> bindings;
     std::string accumulator;  // the layout line it must get
     bool tma = false;         // a warp-specialised TMA main loop
+    int64_t block = 256;      // launched threads with the producer
   };
   const std::vector<Config> configs = {
       {"gemm.tile",
@@ -231,6 +232,12 @@ TEST(CudaCodegenTest, Sm90aLowersCorpusGemmsToWgmmaWithoutSerialisation) {
        {{"BM", 64}, {"BN", 64}, {"BK", 32}, {"STAGES", 2}},
        "Acc: registers, wgmma accumulator [64, 64]",
        true},
+      {"gemm_fp8.tile",
+       "gemm_fp8",
+       {{"BM", 128}, {"BN", 128}, {"BK", 128}, {"STAGES", 3}},
+       "Acc: registers, wgmma accumulator [128, 128] over 2 warpgroups",
+       true,
+       384},
       {"gemm_bias_gelu.tile",
        "gemm_bias_gelu",
        {{"BM", 128}, {"BN", 128}, {"BK", 64}},
@@ -258,6 +265,12 @@ TEST(CudaCodegenTest, Sm90aLowersCorpusGemmsToWgmmaWithoutSerialisation) {
     EXPECT_THAT(out->layouts, HasSubstr(c.accumulator)) << out->layouts;
     EXPECT_THAT(out->layouts, HasSubstr("wgmma operand")) << out->layouts;
     EXPECT_THAT(out->ptx, HasSubstr("wgmma.mma_async.sync.aligned.m64n"));
+    if (c.file == "gemm_fp8.tile") {
+      // k32 e4m3 wgmma, each tile's product promoted to the f32
+      // accumulator (the first step of a tile overwrites: scale-d 0).
+      EXPECT_THAT(out->ptx, HasSubstr("k32.f32.e4m3.e4m3"));
+      EXPECT_THAT(out->device_source, HasSubstr("kiln::gemm_wg_promoted<"));
+    }
     EXPECT_THAT(out->ptx, Not(HasSubstr("mma.sync.aligned.m16n8k16")));
     EXPECT_THAT(out->build_log, Not(HasSubstr("C75"))) << out->build_log;
     absl::StatusOr<runtime::KernelMetadata> md =
@@ -269,7 +282,10 @@ TEST(CudaCodegenTest, Sm90aLowersCorpusGemmsToWgmmaWithoutSerialisation) {
       // A producer warpgroup beside the program's 128 threads, one tensor
       // map per operand, TMA loads on mbarriers; the cp.async ring stays
       // as the fallback for tensors TMA cannot describe.
-      EXPECT_EQ(md->block[0].AsConstant(), 256);
+      EXPECT_EQ(md->block[0].AsConstant(), c.block);
+      // Persistent: one block per SM walks the tiles, so that a tile's
+      // epilogue overlaps the producer's loads for the next.
+      EXPECT_TRUE(md->persistent);
       EXPECT_EQ(md->tensor_maps.size(), 2u);
       EXPECT_THAT(out->ptx, HasSubstr("cp.async.bulk.tensor.2d"));
       EXPECT_THAT(out->ptx, HasSubstr("mbarrier.try_wait.parity"));
@@ -277,6 +293,7 @@ TEST(CudaCodegenTest, Sm90aLowersCorpusGemmsToWgmmaWithoutSerialisation) {
     } else {
       EXPECT_EQ(md->block[0].AsConstant(), 128);
       EXPECT_TRUE(md->tensor_maps.empty());
+      EXPECT_FALSE(md->persistent);
     }
   }
 }

@@ -115,6 +115,20 @@ TEST(CudaMetadataTest, TensorMapRecordsAreReadInOrder) {
   EXPECT_EQ(md->tensor_maps[1].swizzle, 0);
 }
 
+TEST(CudaMetadataTest, PersistentRecordTakesNoFieldsAndComesOnce) {
+  auto md = ParseKernelMetadata(std::string(kMetadata) + "persistent\n");
+  ASSERT_TRUE(md.ok()) << md.status();
+  EXPECT_TRUE(md->persistent);
+  EXPECT_FALSE(ParseKernelMetadata(kMetadata)->persistent);
+  auto twice =
+      ParseKernelMetadata(std::string(kMetadata) + "persistent\npersistent\n");
+  ASSERT_FALSE(twice.ok());
+  EXPECT_THAT(twice.status().message(), HasSubstr("duplicate 'persistent'"));
+  auto fields = ParseKernelMetadata(std::string(kMetadata) + "persistent 1\n");
+  ASSERT_FALSE(fields.ok());
+  EXPECT_THAT(fields.status().message(), HasSubstr("takes no fields"));
+}
+
 TEST(CudaMetadataTest, BadTensorMapRecordsNameTheProblem) {
   auto error = [](const std::string& record) {
     auto md = ParseKernelMetadata(std::string(kMetadata) + record + "\n");

@@ -305,8 +305,10 @@ bool WarpgroupFits(int64_t m, int64_t n, int64_t k, int64_t threads,
            (t.dims[1] * (DTypeBits(t.dtype) / 8)) % 32 == 0;
   };
   const int64_t groups = threads / 128;
+  // One instruction is 32 bytes of K: k16 for 16-bit types, k32 for fp8.
+  const int64_t k_step = 32 / std::max<int64_t>(1, DTypeBits(a.dtype) / 8);
   return threads % 128 == 0 && groups > 0 && m % (64 * groups) == 0 &&
-         n % 8 == 0 && n <= 256 && k % 16 == 0 && operand(a) && operand(b);
+         n % 8 == 0 && n <= 256 && k % k_step == 0 && operand(a) && operand(b);
 }
 
 bool ChooseWarps(int64_t m, int64_t n, int64_t warps, GemmPolicy policy,
@@ -402,10 +404,15 @@ FragmentPlan PlanFragments(const Kernel& k, int64_t threads,
     if (!g) return;
     const TileInfo* c = tile(g->c.name);
     const TileInfo* a = tile(g->a.name);
+    // 8-bit floats: wgmma only, both operands K-major (A [M, K], B [N, K]).
+    const bool fp8 =
+        a && (a->dtype == DType::kF8E4M3 || a->dtype == DType::kF8E5M2);
+    const bool wgmma_fp8 =
+        fp8 && dialect.warpgroup_mma && !g->transpose_a && g->transpose_b;
     bool ok = warps > 0 && c && a && c->scope == Scope::kFragment &&
               c->dtype == DType::kF32 && Whole(g->c) && c->dims.size() == 2 &&
-              Is16Bit(a->dtype) && smem_operand(g->a, a->dtype) &&
-              smem_operand(g->b, a->dtype);
+              (Is16Bit(a->dtype) || wgmma_fp8) &&
+              smem_operand(g->a, a->dtype) && smem_operand(g->b, a->dtype);
     RegisterFragment rf;
     rf.tile_m = dialect.acc.tile_m;
     rf.tile_n = dialect.acc.tile_n;
@@ -423,7 +430,7 @@ FragmentPlan PlanFragments(const Kernel& k, int64_t threads,
         rf.warps_n = 1;
         ok = rf.regs() <= kMaxRegsPerFragment;
       } else {
-        ok = kd % 16 == 0 &&
+        ok = !fp8 && kd % 16 == 0 &&
              ChooseWarps(rf.m, rf.n, warps, g->policy, &rf.warps_m,
                          &rf.warps_n) &&
              rf.regs() <= kMaxRegsPerFragment;

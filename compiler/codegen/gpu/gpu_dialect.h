@@ -39,6 +39,10 @@ struct GpuDialect {
   // (kiln::acc_to_a_operand / kiln::gemm_rs). MFMA's C layout is the
   // transpose of its A layout: no.
   bool acc_feeds_a_operand = true;
+  // A lane's accumulator registers come in pairs of adjacent columns, and
+  // the device library stores whole accumulators to global memory with
+  // kiln::r2g_acc (paired stores).
+  bool acc_pair_stores = false;
   // The device library reduces the lanes of an accumulator row group with
   // this function (kiln/reduce).
   std::string row_group_reduce = "kiln::quad_reduce";

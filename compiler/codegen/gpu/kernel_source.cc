@@ -524,7 +524,12 @@ absl::Status Emitter::EmitRasterize(const RasterizeStmt& r) {
   Line("// rasterize: panels of blocks for L2 reuse (a bijection of the grid)");
   Open("");
   Line("const long long kiln_p = kiln::max_(" + *p + ", 1LL);");
-  Line("const long long kiln_gx = gridDim.x, kiln_gy = gridDim.y;");
+  // (A persistent kernel walks the program's grid itself.)
+  Line(persistent_
+           ? std::string("const long long kiln_gx = kiln_grid0, kiln_gy = "
+                         "kiln_grid1;")
+           : std::string(
+                 "const long long kiln_gx = gridDim.x, kiln_gy = gridDim.y;"));
   if (r.order == RasterOrder::kRow) {
     Line("const long long kiln_lin = " + by + " * kiln_gx + " + bx + ";");
     Line("const long long kiln_panel = kiln_lin / (kiln_p * kiln_gx);");
@@ -663,9 +668,27 @@ absl::StatusOr<KernelSource> Emitter::Run() {
       b.strides[d] = sv;
     }
   }
+  // A warp-specialised kernel is persistent: one block per multiprocessor
+  // walks the program's grid (the runtime launches min(blocks, SMs) in x),
+  // so that a block's epilogue overlaps the producer's loads for its next
+  // tile. The block variables are set per tile.
+  persistent_ = ws_loop_ != nullptr;
+  if (persistent_) {
+    for (size_t d = 0; d < 3; ++d) {
+      std::string g = "1LL";
+      if (d < k_.grid.size()) {
+        auto e = Index(k_.grid[d]);
+        if (!e.ok()) return e.status();
+        g = *e;
+      }
+      prologue.push_back(StrCat("const long long kiln_grid", d, " = ", g, ";"));
+    }
+  }
   for (size_t d = 0; d < k_.block_vars.size(); ++d) {
     const std::string v = Mangle(k_.block_vars[d]);
-    prologue.push_back(StrCat("long long ", v, " = blockIdx.", "xyz"[d], ";"));
+    prologue.push_back(
+        persistent_ ? StrCat("long long ", v, " = 0;")
+                    : StrCat("long long ", v, " = blockIdx.", "xyz"[d], ";"));
     vars_[k_.block_vars[d]] = {v, Type::Int()};
   }
   indent_ = 1;
@@ -677,13 +700,19 @@ absl::StatusOr<KernelSource> Emitter::Run() {
   if (ws_loop_) {
     auto producer = ProducerCode();
     if (!producer.ok()) return producer.status();
-    body.replace(body.find(producer_marker), producer_marker.size(), *producer);
+    // The consumers' tile loop around the program's body.
+    std::string code = *producer;
+    code += "  int kiln_it = 0;  // ring iterations so far (all tiles)\n";
+    code += "  " + TileLoopHead() + "\n";
+    body.replace(body.find(producer_marker), producer_marker.size(), code);
+    body += "  }\n";
     for (size_t m = 0; m < tensor_maps_.size(); ++m) {
       params.push_back(
           StrCat("const __grid_constant__ kiln::TensorMap kiln_map", m));
     }
     if (!tensor_maps_.empty()) params.push_back("int kiln_tma");
     out.tensor_maps = tensor_maps_;
+    out.persistent = persistent_;
   }
 
   std::string src;

@@ -34,6 +34,7 @@ struct KernelSource {
   int64_t launch_threads = 0;  // the block launched (+ a producer warpgroup)
   int64_t shared_bytes = 0;    // dynamic shared memory per block
   std::vector<TensorMapSpec> tensor_maps;  // kernel parameters, in order
+  bool persistent = false;  // walks the grid: launch one block per SM
 };
 
 // Kernel ABI (compiler/docs/kernel-handle.md, "CUDA target ABI", the same

@@ -279,6 +279,9 @@ class Emitter {
                               const std::set<std::string>& accs);
   // The setup both roles run and the producer warpgroup's branch.
   absl::StatusOr<std::string> ProducerCode();
+  // `for (tile ...) { bx = ...; by = ...;` over the program's grid, for a
+  // persistent kernel (one open brace: the caller closes it).
+  std::string TileLoopHead() const;
   // The generated m64nNk16 wgmma instruction wrapper for these operands
   // (its definition goes before the kernel); returns its name.
   std::string WgmmaInstr(int64_t n, DType dtype, bool trans_a, bool trans_b);
@@ -316,6 +319,7 @@ class Emitter {
   // Warp specialisation: the loop, its stage count and TMA copies, the
   // bounds' C++ code, and the tensor maps the kernel takes.
   const ForStmt* ws_loop_ = nullptr;
+  bool persistent_ = false;
   int64_t ws_stages_ = 0;
   std::string ws_lo_, ws_hi_;
   std::vector<TmaCopy> ws_copies_;

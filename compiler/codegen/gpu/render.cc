@@ -47,6 +47,7 @@ absl::StatusOr<RenderedKernel> RenderKernel(const Kernel& k,
     mo.block_threads = src->launch_threads;
   }
   mo.tensor_maps = src->tensor_maps;
+  mo.persistent = src->persistent;
   auto md = WriteKernelMetadata(k, mo);
   if (!md.ok()) return md.status();
   out.metadata = std::move(*md);

@@ -70,16 +70,30 @@ bool Emitter::TryFastCopy(const Access& src, const Access& dst, const Loc& loc,
                           absl::Status* st) {
   const bool g2s = src.buf->tensor && Shared(dst.name);
   const bool s2g = dst.buf->tensor && Shared(src.name);
-  if (!g2s && !s2g) return false;
+  // A whole register accumulator to f16/bf16/f32 global memory: paired
+  // stores (kiln::r2g_acc).
+  const DType out = dst.buf->dtype;
+  const bool r2g =
+      dialect_.acc_pair_stores && dst.buf->tensor && src.buf->reg &&
+      src.buf->packed_from.empty() &&
+      (out == DType::kF16 || out == DType::kBF16 || out == DType::kF32);
+  if (!g2s && !s2g && !r2g) return false;
   const Access& g = g2s ? src : dst;
   const Access& t = g2s ? dst : src;
   const Buf& tb = *t.buf;
-  if (tb.dims.size() != 2 || tb.layout.empty() || tb.pad != 0) return false;
-  if (src.buf->dtype != dst.buf->dtype) return false;
+  if (r2g) {
+    if (tb.dims.size() != 2 || tb.reg->m != tb.dims[0] ||
+        tb.reg->n != tb.dims[1]) {
+      return false;
+    }
+  } else {
+    if (tb.dims.size() != 2 || tb.layout.empty() || tb.pad != 0) return false;
+    if (src.buf->dtype != dst.buf->dtype) return false;
+  }
   const DType dt = tb.dtype;
   if (dt == DType::kI4 || dt == DType::kU4) return false;
   const int64_t eb = DTypeBits(dt) / 8;
-  if (eb < 1 || (tb.dims[1] * eb) % 16 != 0) return false;
+  if (!r2g && (eb < 1 || (tb.dims[1] * eb) % 16 != 0)) return false;
   for (bool f : t.free) {
     if (!f) return false;
   }
@@ -133,7 +147,13 @@ bool Emitter::TryFastCopy(const Access& src, const Access& dst, const Loc& loc,
     const std::string gp = g.buf->code + " + (" + base_off + ")";
     const std::string tp =
         dst_ptr_override.empty() ? tb.code : dst_ptr_override;
-    if (g2s) {
+    if (r2g) {
+      const std::string tag =
+          out == DType::kF32 ? std::string("float") : NarrowTag(out);
+      Line(StrCat("kiln::r2g_acc<", tag, ", ", tb.layout, ">(", gp, ", ",
+                  g.buf->strides[fd[0]], ", ", tb.code,
+                  ", kiln_rlo, kiln_rhi, kiln_clo, kiln_chi);"));
+    } else if (g2s) {
       Line(StrCat("kiln::g2s_tile_async<", st_type, ", ", tb.layout, ", ",
                   threads_, ">(", tp, ", ", gp, ", ", g.buf->code, ", ",
                   g.buf->strides[fd[0]],
@@ -358,15 +378,18 @@ absl::Status Emitter::EmitGemm(const GemmStmt& g, const Loc& loc) {
                   c->buf->code, "[kiln_z] = 0.0f;"));
     }
     if (rf.warpgroup) {
-      // Hopper: one wgmma group per gemm, waited for at once.
+      // Hopper: one wgmma group per gemm, waited for at once (or by the
+      // pipelined loop); fp8 promotes each tile's product to f32 itself.
+      const bool fp8 = DTypeBits(a->buf->dtype) == 8;
       const std::string instr =
           WgmmaInstr(rf.n, a->buf->dtype, g.transpose_a, !g.transpose_b);
-      Line(StrCat("kiln::gemm_wg<", instr, ", ", rf.m, ", ", rf.n, ", ", *kd,
-                  ", ", rf.warps_m, ", ", g.transpose_a ? "true" : "false",
-                  ", ", g.transpose_b ? "true" : "false", ", ", a->buf->layout,
-                  ", ", b->buf->layout, ">(", c->buf->code, ", ", a->buf->code,
-                  ", ", b->buf->code, ");"));
-      if (!defer_wgmma_wait_) Line("kiln::wgmma_wait<0>();");
+      Line(StrCat(fp8 ? "kiln::gemm_wg_promoted<" : "kiln::gemm_wg<", instr,
+                  ", ", rf.m, ", ", rf.n, ", ", *kd, ", ", fp8 ? 32 : 16, ", ",
+                  rf.warps_m, ", ", g.transpose_a ? "true" : "false", ", ",
+                  g.transpose_b ? "true" : "false", ", ", a->buf->layout, ", ",
+                  b->buf->layout, ">(", c->buf->code, ", ", a->buf->code, ", ",
+                  b->buf->code, ");"));
+      if (!defer_wgmma_wait_ && !fp8) Line("kiln::wgmma_wait<0>();");
       return absl::OkStatus();
     }
     if (!a->buf->packed_from.empty()) {
@@ -428,13 +451,19 @@ absl::Status Emitter::EmitGemm(const GemmStmt& g, const Loc& loc) {
 
 std::string Emitter::WgmmaInstr(int64_t n, DType dtype, bool trans_a,
                                 bool trans_b) {
-  const std::string type = dtype == DType::kBF16 ? "bf16" : "f16";
-  const std::string name = StrCat("kiln_wgmma_m64n", n, "k16_", type, "_",
+  const bool fp8 = dtype == DType::kF8E4M3 || dtype == DType::kF8E5M2;
+  const std::string type = dtype == DType::kBF16     ? "bf16"
+                           : dtype == DType::kF8E4M3 ? "e4m3"
+                           : dtype == DType::kF8E5M2 ? "e5m2"
+                                                     : "f16";
+  const int k = fp8 ? 32 : 16;
+  const std::string name = StrCat("kiln_wgmma_m64n", n, "k", k, "_", type, "_",
                                   trans_a ? "t" : "n", trans_b ? "t" : "n");
   if (wgmma_instrs_.count(name)) return name;
   // d[0 .. n/2) are the accumulator operands %0.., then the two
-  // descriptors; scale-d is 1 (accumulate), the operand scales 1, and the
-  // transpose immediates say which operands are MN-major.
+  // descriptors and scale-d (0: overwrite, 1: accumulate); the operand
+  // scales are 1, and the transpose immediates say which operands are
+  // MN-major (8-bit types have none: both operands are K-major).
   const int64_t regs = n / 2;
   std::string list;
   for (int64_t i = 0; i < regs; ++i) {
@@ -444,15 +473,18 @@ std::string Emitter::WgmmaInstr(int64_t n, DType dtype, bool trans_a,
   for (int64_t i = 0; i < regs; ++i) {
     StrAppend(&outs, i ? ", " : "", "\"+f\"(d[", i, "])");
   }
-  std::string def = StrCat(
-      "struct ", name, " {\n",
-      "  __device__ __forceinline__ static void mma(float (&d)[", regs,
-      "], unsigned long long a, unsigned long long b) {\n",
-      "    asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, %", regs + 2,
-      ", 0;\\nwgmma.mma_async.sync.aligned.m64n", n, "k16.f32.", type, ".",
-      type, " {", list, "}, %", regs, ", %", regs + 1, ", p, 1, 1, ",
-      trans_a ? 1 : 0, ", ", trans_b ? 1 : 0, ";\\n}\\n\"\n", "        : ",
-      outs, "\n", "        : \"l\"(a), \"l\"(b), \"r\"(1));\n", "  }\n};\n");
+  const std::string imms =
+      fp8 ? std::string("1, 1")
+          : StrCat("1, 1, ", trans_a ? 1 : 0, ", ", trans_b ? 1 : 0);
+  std::string def =
+      StrCat("struct ", name, " {\n",
+             "  __device__ __forceinline__ static void mma(float (&d)[", regs,
+             "], unsigned long long a, unsigned long long b, int scale_d) {\n",
+             "    asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, %",
+             regs + 2, ", 0;\\nwgmma.mma_async.sync.aligned.m64n", n, "k", k,
+             ".f32.", type, ".", type, " {", list, "}, %", regs, ", %",
+             regs + 1, ", p, ", imms, ";\\n}\\n\"\n", "        : ", outs, "\n",
+             "        : \"l\"(a), \"l\"(b), \"r\"(scale_d));\n", "  }\n};\n");
   wgmma_instrs_[name] = std::move(def);
   return name;
 }

@@ -193,9 +193,10 @@ absl::Status Emitter::EmitWsConsumer(const ForStmt& f,
   Line("const long long kiln_lo = " + start + ", kiln_hi = " + *stop + ";");
   Open(StrCat("for (long long ", v, " = kiln_lo; ", v, " < kiln_hi; ++", v,
               ")"));
-  Line("const int kiln_i = (int)(" + v + " - kiln_lo);");
-  Line(StrCat("const int kiln_slot = kiln_i % ", S, ";"));
-  Line(StrCat("kiln::mbar_wait(&kiln_full[kiln_slot], (kiln_i / ", S,
+  // kiln_it counts ring iterations over all the block's tiles: the
+  // stage and the phase parity follow from it.
+  Line(StrCat("const int kiln_slot = kiln_it % ", S, ";"));
+  Line(StrCat("kiln::mbar_wait(&kiln_full[kiln_slot], (kiln_it / ", S,
               ") & 1);"));
   for (const CopyStmt* c : ring) {
     const Buf& b = bufs_.at(c->dst.name);
@@ -215,19 +216,39 @@ absl::Status Emitter::EmitWsConsumer(const ForStmt& f,
   }
   defer_wgmma_wait_ = false;
   Line(StrCat("kiln::wgmma_wait<", groups, ">();"));
-  Line(
-      StrCat("if (kiln_i > 0 && threadIdx.x % 32 == 0) kiln::mbar_arrive("
-             "&kiln_empty[(kiln_i + ",
-             S - 1, ") % ", S, "]);"));
+  Line(StrCat("if (", v,
+              " > kiln_lo && threadIdx.x % 32 == 0) "
+              "kiln::mbar_arrive(&kiln_empty[(kiln_it + ",
+              S - 1, ") % ", S, "]);"));
+  Line("++kiln_it;");
   Close();
   Line("kiln::wgmma_wait<0>();");
   for (const std::string& a : accs) {
     Line("kiln::wgmma_fence_operands(" + a + ");");
   }
+  // The last stage's wgmma have completed too: free it for the producer's
+  // next tile.
+  Line(
+      StrCat("if (kiln_hi > kiln_lo && threadIdx.x % 32 == 0) "
+             "kiln::mbar_arrive(&kiln_empty[(kiln_it + ",
+             S - 1, ") % ", S, "]);"));
   // The gemms read ring slots only: nothing is owed a block barrier.
   pend_r_.clear();
   pend_w_.clear();
   return absl::OkStatus();
+}
+
+std::string Emitter::TileLoopHead() const {
+  std::string head =
+      "for (long long kiln_t = blockIdx.x; kiln_t < kiln_grid0 * kiln_grid1 "
+      "* kiln_grid2; kiln_t += gridDim.x) {";
+  const char* dims[3] = {"kiln_t % kiln_grid0",
+                         "kiln_t / kiln_grid0 % kiln_grid1",
+                         "kiln_t / (kiln_grid0 * kiln_grid1)"};
+  for (size_t d = 0; d < k_.block_vars.size() && d < 3; ++d) {
+    StrAppend(&head, " ", Mangle(k_.block_vars[d]), " = ", dims[d], ";");
+  }
+  return head;
 }
 
 absl::StatusOr<std::string> Emitter::ProducerCode() {
@@ -266,6 +287,9 @@ absl::StatusOr<std::string> Emitter::ProducerCode() {
   for (size_t m = 0; m < tensor_maps_.size(); ++m) {
     Line(StrCat("kiln::tma_prefetch(&kiln_map", m, ");"));
   }
+  Line("int kiln_it = 0;  // ring iterations so far (all tiles)");
+  Line(TileLoopHead());
+  ++indent_;
   for (const RasterizeStmt* r : ws_rasterize_) {
     KILN_GPU_RETURN_IF_ERROR(EmitRasterize(*r));
   }
@@ -274,11 +298,10 @@ absl::StatusOr<std::string> Emitter::ProducerCode() {
   for (const TmaCopy& t : ws_copies_) bytes += t.panels * t.panel_bytes;
   Line("const long long kiln_lo = " + ws_lo_ + ", kiln_hi = " + ws_hi_ + ";");
   Open(StrCat("for (long long ", v, " = kiln_lo; ", v, " < kiln_hi; ++", v,
-              ")"));
-  Line("const int kiln_i = (int)(" + v + " - kiln_lo);");
-  Line(StrCat("const int kiln_slot = kiln_i % ", S, ";"));
-  Line(StrCat("if (kiln_i >= ", S,
-              ") kiln::mbar_wait(&kiln_empty[kiln_slot], (kiln_i / ", S,
+              ", ++kiln_it)"));
+  Line(StrCat("const int kiln_slot = kiln_it % ", S, ";"));
+  Line(StrCat("if (kiln_it >= ", S,
+              ") kiln::mbar_wait(&kiln_empty[kiln_slot], (kiln_it / ", S,
               " - 1) & 1);"));
   Line(StrCat("kiln::mbar_arrive_expect_tx(&kiln_full[kiln_slot], ", bytes,
               ");"));
@@ -300,6 +323,7 @@ absl::StatusOr<std::string> Emitter::ProducerCode() {
     Close();
   }
   Close();
+  Close();  // tiles
   Close();
   Line("return;");
   Close();

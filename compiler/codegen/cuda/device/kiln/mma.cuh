@@ -184,6 +184,58 @@ __device__ __forceinline__ void acc_to_a_operand(
   }
 }
 
+// Stores a register accumulator (layout L: AccLayout or WgAccLayout, whose
+// registers q and q + 1 hold adjacent columns of one row for even q) to
+// g[r * row_stride + c], rows in [r_lo, r_hi) and columns in [c_lo, c_hi)
+// of the tile: each pair rounded to T (f16_t, bf16_t) as one 4-byte store,
+// or kept f32 (T = float) as one 8-byte store, when both are in range and
+// the row is aligned; element by element otherwise.
+template <typename T, typename L, int REGS>
+__device__ __forceinline__ void r2g_acc(u16* g, long long row_stride,
+                                        const float (&acc)[REGS], int r_lo,
+                                        int r_hi, int c_lo, int c_hi) {
+  const bool aligned =
+      (reinterpret_cast<unsigned long long>(g) & 3ull) == 0 &&
+      row_stride % 2 == 0;
+#pragma unroll
+  for (int q = 0; q < REGS; q += 2) {
+    const int r = L::row(q), c = L::col(q);
+    if (r < r_lo || r >= r_hi) continue;
+    u16* p = g + r * row_stride + c;
+    const bool ok0 = c >= c_lo && c < c_hi;
+    const bool ok1 = c + 1 >= c_lo && c + 1 < c_hi;
+    const u32 both = pack2<T>(acc[q], acc[q + 1]);
+    if (aligned && ok0 && ok1) {
+      *reinterpret_cast<u32*>(p) = both;
+    } else {
+      if (ok0) p[0] = static_cast<u16>(both & 0xffffu);
+      if (ok1) p[1] = static_cast<u16>(both >> 16);
+    }
+  }
+}
+template <typename T, typename L, int REGS>
+__device__ __forceinline__ void r2g_acc(float* g, long long row_stride,
+                                        const float (&acc)[REGS], int r_lo,
+                                        int r_hi, int c_lo, int c_hi) {
+  const bool aligned =
+      (reinterpret_cast<unsigned long long>(g) & 7ull) == 0 &&
+      row_stride % 2 == 0;
+#pragma unroll
+  for (int q = 0; q < REGS; q += 2) {
+    const int r = L::row(q), c = L::col(q);
+    if (r < r_lo || r >= r_hi) continue;
+    float* p = g + r * row_stride + c;
+    const bool ok0 = c >= c_lo && c < c_hi;
+    const bool ok1 = c + 1 >= c_lo && c + 1 < c_hi;
+    if (aligned && ok0 && ok1) {
+      *reinterpret_cast<float2*>(p) = make_float2(acc[q], acc[q + 1]);
+    } else {
+      if (ok0) p[0] = acc[q];
+      if (ok1) p[1] = acc[q + 1];
+    }
+  }
+}
+
 // acc += A @ op(B) with A already in registers (acc_to_a_operand's layout,
 // K / 16 steps) and B a 16-bit shared tile laid out by LB ([K, N], or
 // [N, K] when TRANS_B). One warp per row block (WARPS_N == 1).

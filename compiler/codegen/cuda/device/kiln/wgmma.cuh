@@ -144,38 +144,77 @@ __device__ __forceinline__ void wgmma_fence_operands(float (&acc)[N]) {
   for (int i = 0; i < N; ++i) asm volatile("" : "+f"(acc[i])::"memory");
 }
 
-// acc += op(A) @ op(B) over the block tile with wgmma, issued and committed
-// as one group (the caller waits). A is [M, K] ([K, M] when TRANS_A), B is
-// [K, N] ([N, K] when TRANS_B), both WgmmaTile layouts. INSTR is the
-// m64nNk16 instruction for this N, dtype and operand majorness
-// (`static void mma(float (&)[N / 2], u64 desc_a, u64 desc_b)`, generated
-// with the kernel). Warpgroups beyond WGS_M do nothing.
-template <typename INSTR, int M, int N, int K, int WGS_M, bool TRANS_A,
-          bool TRANS_B, typename LA, typename LB>
-__device__ __forceinline__ void gemm_wg(
-    float (&acc)[(WgAccLayout<M, N, WGS_M>::kRegs)], const u16* As,
-    const u16* Bs) {
+// Issues the wgmma of acc (+)= op(A) @ op(B) over the block tile, K in
+// steps of KSTEP (32 bytes: 16 for 16-bit types, 32 for fp8); the first
+// step accumulates onto acc only when ACCUMULATE. A is [M, K] ([K, M] when
+// TRANS_A), B is [K, N] ([N, K] when TRANS_B), both WgmmaTile layouts.
+// INSTR is the m64nNkKSTEP instruction for this N, dtype and operand
+// majorness (`static void mma(float (&)[N / 2], u64 desc_a, u64 desc_b,
+// int scale_d)`, generated with the kernel).
+template <typename INSTR, int M, int N, int K, int KSTEP, int WGS_M,
+          bool TRANS_A, bool TRANS_B, bool ACCUMULATE, typename LA,
+          typename LB>
+__device__ __forceinline__ void wgmma_tile(
+    float (&acc)[(WgAccLayout<M, N, WGS_M>::kRegs)], const void* As,
+    const void* Bs, int wg) {
   typedef WgAccLayout<M, N, WGS_M> L;
-  static_assert(K % 16 == 0, "gemm_wg needs K in whole 16-element steps");
+  static_assert(K % KSTEP == 0, "the tile's K is not whole wgmma steps");
+#pragma unroll
+  for (int kk = 0; kk < K / KSTEP; ++kk) {
+    const u64 db = TRANS_B ? LB::desc_k_major(Bs, 0, kk * KSTEP)
+                           : LB::desc_mn_major(Bs, 0, kk * KSTEP);
+#pragma unroll
+    for (int mi = 0; mi < L::kTm; ++mi) {
+      const int m0 = wg * L::kWm + mi * 64;
+      const u64 da = TRANS_A ? LA::desc_mn_major(As, m0, kk * KSTEP)
+                             : LA::desc_k_major(As, m0, kk * KSTEP);
+      INSTR::mma(*reinterpret_cast<float(*)[N / 2]>(&acc[mi * (N / 2)]), da,
+                 db, ACCUMULATE || kk > 0 ? 1 : 0);
+    }
+  }
+}
+
+// acc += op(A) @ op(B) over the block tile with wgmma, issued and committed
+// as one group (the caller waits). Warpgroups beyond WGS_M do nothing.
+template <typename INSTR, int M, int N, int K, int KSTEP, int WGS_M,
+          bool TRANS_A, bool TRANS_B, typename LA, typename LB>
+__device__ __forceinline__ void gemm_wg(
+    float (&acc)[(WgAccLayout<M, N, WGS_M>::kRegs)], const void* As,
+    const void* Bs) {
   const int wg = threadIdx.x / 128;
   if (wg >= WGS_M) return;
   wgmma_fence_operands(acc);
   wgmma_fence();
-#pragma unroll
-  for (int kk = 0; kk < K / 16; ++kk) {
-    const u64 db = TRANS_B ? LB::desc_k_major(Bs, 0, kk * 16)
-                           : LB::desc_mn_major(Bs, 0, kk * 16);
-#pragma unroll
-    for (int mi = 0; mi < L::kTm; ++mi) {
-      const int m0 = wg * L::kWm + mi * 64;
-      const u64 da = TRANS_A ? LA::desc_mn_major(As, m0, kk * 16)
-                             : LA::desc_k_major(As, m0, kk * 16);
-      INSTR::mma(*reinterpret_cast<float(*)[N / 2]>(&acc[mi * (N / 2)]), da,
-                 db);
-    }
-  }
+  wgmma_tile<INSTR, M, N, K, KSTEP, WGS_M, TRANS_A, TRANS_B, true, LA, LB>(
+      acc, As, Bs, wg);
   wgmma_commit();
   wgmma_fence_operands(acc);
+}
+
+// The fp8 form of gemm_wg: the tile's product is accumulated by wgmma in a
+// fresh register tile and added to acc in f32 once its group completes
+// (FP8 wgmma accumulates with about 14 bits of mantissa; promoting every
+// tile keeps long K accurate). Waits for its group.
+template <typename INSTR, int M, int N, int K, int KSTEP, int WGS_M,
+          bool TRANS_A, bool TRANS_B, typename LA, typename LB>
+__device__ __forceinline__ void gemm_wg_promoted(
+    float (&acc)[(WgAccLayout<M, N, WGS_M>::kRegs)], const void* As,
+    const void* Bs) {
+  typedef WgAccLayout<M, N, WGS_M> L;
+  const int wg = threadIdx.x / 128;
+  if (wg >= WGS_M) return;
+  float part[L::kRegs];
+#pragma unroll
+  for (int i = 0; i < L::kRegs; ++i) part[i] = 0.0f;
+  wgmma_fence_operands(part);
+  wgmma_fence();
+  wgmma_tile<INSTR, M, N, K, KSTEP, WGS_M, TRANS_A, TRANS_B, false, LA, LB>(
+      part, As, Bs, wg);
+  wgmma_commit();
+  wgmma_wait<0>();
+  wgmma_fence_operands(part);
+#pragma unroll
+  for (int i = 0; i < L::kRegs; ++i) acc[i] += part[i];
 }
 
 }  // namespace kiln
