@@ -274,37 +274,26 @@ absl::Status Emitter::EmitPipelined(const ForStmt& f, const Loc& loc) {
     }
     return absl::OkStatus();
   };
-  // Hopper: when the rest of the body is only wgmma gemms, each
-  // iteration's wgmma group stays in flight while the next iteration's
-  // copies are issued; the copies then run S - 2 stages ahead (not S - 1),
-  // since the slot of the group still in flight is not free yet.
-  int deferred_groups = 0;
-  std::set<std::string> deferred_accs;
+  // Hopper: a body of only wgmma gemms (besides the ring copies) can run
+  // as the warp-specialised TMA ring (tma_loop.cc), whose consumers keep
+  // each iteration's wgmma groups in flight. The cp.async ring waits for
+  // each gemm's group at once: keeping it in flight there would cost a
+  // stage of prefetch (measured slower, bench/gpu/NOTES.md).
+  int gemm_groups = 0;
+  std::set<std::string> gemm_accs;
   for (const Stmt& s : f.body) {
     auto* c = std::get_if<CopyStmt>(&s.node);
     if (c && std::find(ring.begin(), ring.end(), c) != ring.end()) continue;
     auto* g = std::get_if<GemmStmt>(&s.node);
     const Buf* acc = g ? FindBuf(g->c.name) : nullptr;
     if (!acc || !acc->reg || !acc->reg->warpgroup || g->clear_accum) {
-      deferred_groups = 0;
+      gemm_groups = 0;
       break;
     }
-    ++deferred_groups;
-    deferred_accs.insert(acc->code);
+    ++gemm_groups;
+    gemm_accs.insert(acc->code);
   }
-  const int gemm_groups = deferred_groups;
-  if (S < 3) deferred_groups = 0;
-  // The accumulators are pinned before the loop and after the last wait:
-  // otherwise the compiler may re-materialise their initial values on the
-  // path that skips the loop, after a group is issued on the other path,
-  // and ptxas serialises every wgmma (C7515).
-  auto pin_accumulators = [&]() {
-    if (deferred_groups == 0) return;
-    for (const std::string& a : deferred_accs) {
-      Line("kiln::wgmma_fence_operands(" + a + ");");
-    }
-  };
-  const int64_t ahead = deferred_groups > 0 ? S - 2 : S - 1;
+  const int64_t ahead = S - 1;
   // (Every copy of the body must be in the ring for the TMA path.)
   int body_copies = 0;
   for (const Stmt& s : f.body) {
@@ -317,11 +306,10 @@ absl::Status Emitter::EmitPipelined(const ForStmt& f, const Loc& loc) {
     // cp.async ring below.
     Open("if (kiln_tma)");
     KILN_GPU_RETURN_IF_ERROR(
-        EmitWsConsumer(f, ring, S, gemm_groups, deferred_accs));
+        EmitWsConsumer(f, ring, S, gemm_groups, gemm_accs));
     Close();
     Open("else");
   }
-  pin_accumulators();
   Line("const long long kiln_lo = " + start + ", kiln_hi = " + *stop + ";");
   Open(StrCat("for (int kiln_s = 0; kiln_s < ", ahead, "; ++kiln_s)"));
   Open("");
@@ -339,46 +327,25 @@ absl::Status Emitter::EmitPipelined(const ForStmt& f, const Loc& loc) {
               ")"));
   Line(StrCat("kiln::cp_async_wait<", ahead - 1, ">();"));
   Barrier();
-  auto issue_next = [&]() -> absl::Status {
-    Open("");
-    Line(StrCat("const long long kiln_next = ", v, " + ", ahead, ";"));
-    Open("if (kiln_next < kiln_hi)");
-    Line("const long long " + v + " = kiln_next;");
-    Line(StrCat("const int kiln_ns = (int)(kiln_next - kiln_lo) % ", S, ";"));
-    KILN_GPU_RETURN_IF_ERROR(issue("kiln_ns"));
-    Close();
-    Close();
-    Line("kiln::cp_async_commit();");
-    return absl::OkStatus();
-  };
-  if (deferred_groups == 0) KILN_GPU_RETURN_IF_ERROR(issue_next());
+  Open("");
+  Line(StrCat("const long long kiln_next = ", v, " + ", ahead, ";"));
+  Open("if (kiln_next < kiln_hi)");
+  Line("const long long " + v + " = kiln_next;");
+  Line(StrCat("const int kiln_ns = (int)(kiln_next - kiln_lo) % ", S, ";"));
+  KILN_GPU_RETURN_IF_ERROR(issue("kiln_ns"));
+  Close();
+  Close();
+  Line("kiln::cp_async_commit();");
   Line(StrCat("const int kiln_slot = (int)(", v, " - kiln_lo) % ", S, ";"));
   for (const CopyStmt* c : ring) {
     Line(bufs_[c->dst.name].code + " = " + slot_ptr(c, "kiln_slot") + ";");
   }
-  defer_wgmma_wait_ = deferred_groups > 0;
   for (const Stmt& s : f.body) {
     auto* c = std::get_if<CopyStmt>(&s.node);
     if (c && std::find(ring.begin(), ring.end(), c) != ring.end()) continue;
-    absl::Status st = EmitStmt(s, false);
-    if (!st.ok()) {
-      defer_wgmma_wait_ = false;
-      return st;
-    }
-  }
-  defer_wgmma_wait_ = false;
-  if (deferred_groups > 0) {
-    // The slot these copies fill was read by the groups of iteration k - 2:
-    // every warpgroup waited for those before this iteration's barrier.
-    KILN_GPU_RETURN_IF_ERROR(issue_next());
-    Line(StrCat("kiln::wgmma_wait<", deferred_groups,
-                ">();  // this iteration's groups may still run"));
-    // The gemms read the ring slot: no lazy barrier is owed for it (the
-    // per-iteration barrier orders the slot's reuse).
+    KILN_GPU_RETURN_IF_ERROR(EmitStmt(s, false));
   }
   Close();
-  if (deferred_groups > 0) Line("kiln::wgmma_wait<0>();");
-  pin_accumulators();
   Line("kiln::cp_async_wait<0>();");
   Barrier();
   if (ws) Close();
