@@ -713,6 +713,8 @@ absl::StatusOr<KernelSource> Emitter::Run() {
     if (!tensor_maps_.empty()) params.push_back("int kiln_tma");
     out.tensor_maps = tensor_maps_;
     out.persistent = persistent_;
+    // The ring's mbarriers, as ptxas places them (a 1 KiB static block).
+    out.static_shared_bytes = 1024;
   }
 
   std::string src;

@@ -33,6 +33,7 @@ struct KernelSource {
   int64_t threads = 0;  // the program's threads(...)
   int64_t launch_threads = 0;  // the block launched (+ a producer warpgroup)
   int64_t shared_bytes = 0;    // dynamic shared memory per block
+  int64_t static_shared_bytes = 0;         // __shared__ variables (mbarriers)
   std::vector<TensorMapSpec> tensor_maps;  // kernel parameters, in order
   bool persistent = false;  // walks the grid: launch one block per SM
 };

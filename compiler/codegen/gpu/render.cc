@@ -26,11 +26,11 @@ absl::StatusOr<RenderedKernel> RenderKernel(const Kernel& k,
   FragmentPlan plan = PlanFragments(k, *threads, dialect);
   auto src = EmitKernelSource(k, plan, dialect);
   if (!src.ok()) return src.status();
-  if (src->shared_bytes > o.max_shared_bytes) {
-    return absl::InvalidArgumentError(
-        StrCat("the kernel needs ", src->shared_bytes,
-               " bytes of shared memory per block; ", o.arch, " allows ",
-               o.max_shared_bytes, " (choose smaller tiles)"));
+  if (src->shared_bytes + src->static_shared_bytes > o.max_shared_bytes) {
+    return absl::InvalidArgumentError(StrCat(
+        "the kernel needs ", src->shared_bytes + src->static_shared_bytes,
+        " bytes of shared memory per block; ", o.arch, " allows ",
+        o.max_shared_bytes, " (choose smaller tiles)"));
   }
   RenderedKernel out;
   out.source = std::move(src->source);
