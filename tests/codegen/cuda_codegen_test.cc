@@ -265,6 +265,14 @@ TEST(CudaCodegenTest, Sm90aLowersCorpusGemmsToWgmmaWithoutSerialisation) {
     EXPECT_THAT(out->layouts, HasSubstr(c.accumulator)) << out->layouts;
     EXPECT_THAT(out->layouts, HasSubstr("wgmma operand")) << out->layouts;
     EXPECT_THAT(out->ptx, HasSubstr("wgmma.mma_async.sync.aligned.m64n"));
+    if (c.file == "flash_attention_fwd.tile" && c.bindings.at("BM") == 64) {
+      // P stays in registers as the A operand of the second wgmma (at
+      // BM = 128 it would not fit beside the accumulators: shared memory).
+      EXPECT_THAT(out->layouts,
+                  HasSubstr("acc_s_cast: registers, mma A operands packed"));
+      EXPECT_THAT(out->device_source, HasSubstr("kiln::gemm_wg_rs<"));
+      EXPECT_THAT(out->device_source, HasSubstr("kiln::acc_to_a_operand_wg<"));
+    }
     if (c.file == "gemm_fp8.tile") {
       // k32 e4m3 wgmma, each tile's product promoted to the f32
       // accumulator (the first step of a tile overwrites: scale-d 0).

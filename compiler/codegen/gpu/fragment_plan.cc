@@ -242,10 +242,9 @@ void PlanPacked(const Kernel& k, FragmentPlan* plan) {
         return;
       }
       auto acc = plan->registers.find(c->src.name);
-      // (wgmma accumulators: P goes through shared memory for now.)
       if (acc == plan->registers.end() || !Whole(c->src) || !Whole(c->dst) ||
-          acc->second.warps_n != 1 || acc->second.warpgroup ||
-          !Is16Bit(t->second.dtype) || source.count(c->dst.name)) {
+          acc->second.warps_n != 1 || !Is16Bit(t->second.dtype) ||
+          source.count(c->dst.name)) {
         bad.insert(c->dst.name);
         return;
       }
@@ -266,7 +265,8 @@ void PlanPacked(const Kernel& k, FragmentPlan* plan) {
               auto c = plan->registers.find(n.c.name);
               if (c == plan->registers.end() || n.transpose_a ||
                   c->second.m != src.m || c->second.warps_m != src.warps_m ||
-                  c->second.warps_n != 1) {
+                  c->second.warps_n != 1 ||
+                  c->second.warpgroup != src.warpgroup) {
                 bad.insert(p);
               }
               ++readers;
@@ -292,6 +292,13 @@ void PlanPacked(const Kernel& k, FragmentPlan* plan) {
           },
           s.node);
     });
+    // wgmma accumulators: the packed operands count against the register
+    // budget too (over it, ptxas spills; P then goes through shared memory).
+    if (src.warpgroup) {
+      int64_t total = src.m / src.warps_m / src.tile_m * (src.n / 16) * 4;
+      for (const auto& [n, r] : plan->registers) total += r.regs();
+      if (total > kMaxRegsTotal) bad.insert(p);
+    }
     if (readers > 0 && !bad.count(p)) plan->packed[p] = acc;
   }
 }

@@ -412,8 +412,8 @@ absl::Status Emitter::EmitAlloc(const AllocStmt& a) {
     const RegisterFragment& acc = plan_.registers.at(it->second);
     b.packed_from = it->second;
     Line(StrCat("unsigned ", b.code, "[",
-                acc.m / acc.warps_m / 16 * (acc.n / 16) * 4,
-                "];  // mma A operands"));
+                acc.m / acc.warps_m / acc.tile_m * (acc.n / 16) * 4,
+                "];  // matrix-core A operands"));
     return absl::OkStatus();
   }
   if (auto it = plan_.rows.find(a.name); it != plan_.rows.end()) {

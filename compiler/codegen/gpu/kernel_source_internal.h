@@ -284,7 +284,9 @@ class Emitter {
   std::string TileLoopHead() const;
   // The generated m64nNk16 wgmma instruction wrapper for these operands
   // (its definition goes before the kernel); returns its name.
-  std::string WgmmaInstr(int64_t n, DType dtype, bool trans_a, bool trans_b);
+  // With `a_regs`, the form that takes A from registers.
+  std::string WgmmaInstr(int64_t n, DType dtype, bool trans_a, bool trans_b,
+                         bool a_regs = false);
   // Shared-memory alignment of a tile (wgmma operands: 1024 bytes).
   int64_t SmemAlign(const std::string& tile) const {
     return plan_.wgmma_tiles.count(tile) ? 1024 : kSmemAlign;

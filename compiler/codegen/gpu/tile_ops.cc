@@ -14,9 +14,10 @@ absl::Status Emitter::EmitCopy(const CopyStmt& c, const Loc& loc) {
   absl::Status st;
   if (!dst->buf->packed_from.empty()) {
     const RegisterFragment& acc = *src->buf->reg;
-    Line(StrCat("kiln::acc_to_a_operand<", NarrowTag(dst->buf->dtype), ", ",
-                acc.m, ", ", acc.n, ", ", acc.warps_m, ">(", dst->buf->code,
-                ", ", src->buf->code, ");"));
+    Line(StrCat(acc.warpgroup ? "kiln::acc_to_a_operand_wg<"
+                              : "kiln::acc_to_a_operand<",
+                NarrowTag(dst->buf->dtype), ", ", acc.m, ", ", acc.n, ", ",
+                acc.warps_m, ">(", dst->buf->code, ", ", src->buf->code, ");"));
     return absl::OkStatus();
   }
   if (TryFastCopy(*src, *dst, loc, "", true, &st)) return st;
@@ -377,6 +378,17 @@ absl::Status Emitter::EmitGemm(const GemmStmt& g, const Loc& loc) {
       Line(StrCat("for (int kiln_z = 0; kiln_z < ", rf.regs(), "; ++kiln_z) ",
                   c->buf->code, "[kiln_z] = 0.0f;"));
     }
+    if (rf.warpgroup && !a->buf->packed_from.empty()) {
+      // Hopper, A in registers (P of attention): the register-A wgmma.
+      const std::string instr =
+          WgmmaInstr(rf.n, a->buf->dtype, false, !g.transpose_b, true);
+      Line(StrCat("kiln::gemm_wg_rs<", instr, ", ", rf.m, ", ", rf.n, ", ", *kd,
+                  ", ", rf.warps_m, ", ", g.transpose_b ? "true" : "false",
+                  ", ", b->buf->layout, ">(", c->buf->code, ", ", a->buf->code,
+                  ", ", b->buf->code, ");"));
+      if (!defer_wgmma_wait_) Line("kiln::wgmma_wait<0>();");
+      return absl::OkStatus();
+    }
     if (rf.warpgroup) {
       // Hopper: one wgmma group per gemm, waited for at once (or by the
       // pipelined loop); fp8 promotes each tile's product to f32 itself.
@@ -450,20 +462,22 @@ absl::Status Emitter::EmitGemm(const GemmStmt& g, const Loc& loc) {
 }
 
 std::string Emitter::WgmmaInstr(int64_t n, DType dtype, bool trans_a,
-                                bool trans_b) {
+                                bool trans_b, bool a_regs) {
   const bool fp8 = dtype == DType::kF8E4M3 || dtype == DType::kF8E5M2;
   const std::string type = dtype == DType::kBF16     ? "bf16"
                            : dtype == DType::kF8E4M3 ? "e4m3"
                            : dtype == DType::kF8E5M2 ? "e5m2"
                                                      : "f16";
   const int k = fp8 ? 32 : 16;
-  const std::string name = StrCat("kiln_wgmma_m64n", n, "k", k, "_", type, "_",
-                                  trans_a ? "t" : "n", trans_b ? "t" : "n");
+  const std::string name =
+      StrCat("kiln_wgmma_m64n", n, "k", k, "_", type, "_",
+             a_regs ? "r" : (trans_a ? "t" : "n"), trans_b ? "t" : "n");
   if (wgmma_instrs_.count(name)) return name;
-  // d[0 .. n/2) are the accumulator operands %0.., then the two
-  // descriptors and scale-d (0: overwrite, 1: accumulate); the operand
-  // scales are 1, and the transpose immediates say which operands are
-  // MN-major (8-bit types have none: both operands are K-major).
+  // d[0 .. n/2) are the accumulator operands %0.., then A (a descriptor, or
+  // four registers), B's descriptor and scale-d (0: overwrite, 1:
+  // accumulate); the operand scales are 1, and the transpose immediates
+  // say which shared operands are MN-major (8-bit types have none: both
+  // operands are K-major; a register A has none).
   const int64_t regs = n / 2;
   std::string list;
   for (int64_t i = 0; i < regs; ++i) {
@@ -473,18 +487,28 @@ std::string Emitter::WgmmaInstr(int64_t n, DType dtype, bool trans_a,
   for (int64_t i = 0; i < regs; ++i) {
     StrAppend(&outs, i ? ", " : "", "\"+f\"(d[", i, "])");
   }
-  const std::string imms =
-      fp8 ? std::string("1, 1")
-          : StrCat("1, 1, ", trans_a ? 1 : 0, ", ", trans_b ? 1 : 0);
-  std::string def =
-      StrCat("struct ", name, " {\n",
-             "  __device__ __forceinline__ static void mma(float (&d)[", regs,
-             "], unsigned long long a, unsigned long long b, int scale_d) {\n",
-             "    asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, %",
-             regs + 2, ", 0;\\nwgmma.mma_async.sync.aligned.m64n", n, "k", k,
-             ".f32.", type, ".", type, " {", list, "}, %", regs, ", %",
-             regs + 1, ", p, ", imms, ";\\n}\\n\"\n", "        : ", outs, "\n",
-             "        : \"l\"(a), \"l\"(b), \"r\"(scale_d));\n", "  }\n};\n");
+  std::string imms = "1, 1";
+  if (!fp8 && !a_regs) StrAppend(&imms, ", ", trans_a ? 1 : 0);
+  if (!fp8) StrAppend(&imms, ", ", trans_b ? 1 : 0);
+  const std::string a_operand = a_regs
+                                    ? StrCat("{%", regs, ", %", regs + 1, ", %",
+                                             regs + 2, ", %", regs + 3, "}")
+                                    : StrCat("%", regs);
+  const int64_t b_index = regs + (a_regs ? 4 : 1);
+  const std::string a_param =
+      a_regs ? "const unsigned* a" : "unsigned long long a";
+  const std::string a_inputs =
+      a_regs ? "\"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3])"
+             : "\"l\"(a)";
+  std::string def = StrCat(
+      "struct ", name, " {\n",
+      "  __device__ __forceinline__ static void mma(float (&d)[", regs, "], ",
+      a_param, ", unsigned long long b, int scale_d) {\n",
+      "    asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, %", b_index + 1,
+      ", 0;\\nwgmma.mma_async.sync.aligned.m64n", n, "k", k, ".f32.", type, ".",
+      type, " {", list, "}, ", a_operand, ", %", b_index, ", p, ", imms,
+      ";\\n}\\n\"\n", "        : ", outs, "\n", "        : ", a_inputs,
+      ", \"l\"(b), \"r\"(scale_d));\n", "  }\n};\n");
   wgmma_instrs_[name] = std::move(def);
   return name;
 }

@@ -161,14 +161,13 @@ __device__ __forceinline__ u32 pack2<bf16_t>(float lo, float hi) {
   return r;
 }
 
-// The accumulator (AccLayout<M, N, WARPS_M, 1>) rounded to T and repacked
-// as mma A operands for a following GEMM with K = N, in registers: the
-// C layout of two adjacent 16x8 tiles is the A layout of one 16x16 tile.
-// `a` holds (M / WARPS_M / 16) * (N / 16) * 4 registers.
-template <typename T, int M, int N, int WARPS_M>
-__device__ __forceinline__ void acc_to_a_operand(
-    u32* a, const float (&acc)[AccLayout<M, N, WARPS_M, 1>::kRegs]) {
-  typedef AccLayout<M, N, WARPS_M, 1> L;
+// A register accumulator (layout L: AccLayout or WgAccLayout, one warp
+// per row block) rounded to T and repacked as A operands for a following
+// GEMM with K = N, in registers: the C layout of two adjacent 16x8 tiles is
+// the A layout of one 16x16 tile (mma.sync m16n8k16, and each warp's slice
+// of wgmma's register A). `a` holds L::kTm * (N / 16) * 4 registers.
+template <typename T, typename L>
+__device__ __forceinline__ void pack_a_operands(u32* a, const float* acc) {
 #pragma unroll
   for (int mi = 0; mi < L::kTm; ++mi) {
 #pragma unroll
@@ -182,6 +181,13 @@ __device__ __forceinline__ void acc_to_a_operand(
       d[3] = pack2<T>(c1[2], c1[3]);
     }
   }
+}
+
+// The mma.sync accumulator (AccLayout<M, N, WARPS_M, 1>) as A operands.
+template <typename T, int M, int N, int WARPS_M>
+__device__ __forceinline__ void acc_to_a_operand(
+    u32* a, const float (&acc)[AccLayout<M, N, WARPS_M, 1>::kRegs]) {
+  pack_a_operands<T, AccLayout<M, N, WARPS_M, 1>>(a, acc);
 }
 
 // Stores a register accumulator (layout L: AccLayout or WgAccLayout, whose

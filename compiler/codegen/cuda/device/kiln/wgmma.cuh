@@ -26,6 +26,10 @@
 
 namespace kiln {
 
+// From kiln/mma.cuh, which generated kernels include first.
+template <typename T, typename L>
+__device__ __forceinline__ void pack_a_operands(u32* a, const float* acc);
+
 template <int ROWS, int COLS, int ELEM_BYTES>
 struct WgmmaTile {
   enum : int { kRows = ROWS, kCols = COLS, kElems = ROWS * COLS };
@@ -187,6 +191,45 @@ __device__ __forceinline__ void gemm_wg(
   wgmma_fence();
   wgmma_tile<INSTR, M, N, K, KSTEP, WGS_M, TRANS_A, TRANS_B, true, LA, LB>(
       acc, As, Bs, wg);
+  wgmma_commit();
+  wgmma_fence_operands(acc);
+}
+
+// The wgmma accumulator (WgAccLayout<M, N, WGS_M>) rounded to T and
+// repacked as register A operands for a following GEMM with K = N (per
+// 64-row tile and 16-deep step, each warp's 16 x 16 slice).
+template <typename T, int M, int N, int WGS_M>
+__device__ __forceinline__ void acc_to_a_operand_wg(
+    u32* a, const float (&acc)[(WgAccLayout<M, N, WGS_M>::kRegs)]) {
+  pack_a_operands<T, WgAccLayout<M, N, WGS_M>>(a, acc);
+}
+
+// acc += A @ op(B) with wgmma, A from registers (acc_to_a_operand_wg's
+// layout, K / 16 steps) and B a WgmmaTile ([K, N], or [N, K] when
+// TRANS_B); one committed group (the caller waits). INSTR is the register-A
+// m64nNk16 instruction (`static void mma(float (&)[N / 2], const u32* a,
+// u64 desc_b, int scale_d)`).
+template <typename INSTR, int M, int N, int K, int WGS_M, bool TRANS_B,
+          typename LB>
+__device__ __forceinline__ void gemm_wg_rs(
+    float (&acc)[(WgAccLayout<M, N, WGS_M>::kRegs)], const u32* a,
+    const void* Bs) {
+  typedef WgAccLayout<M, N, WGS_M> L;
+  static_assert(K % 16 == 0, "gemm_wg_rs needs K in whole 16-element steps");
+  const int wg = threadIdx.x / 128;
+  if (wg >= WGS_M) return;
+  wgmma_fence_operands(acc);
+  wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < K / 16; ++kk) {
+    const u64 db = TRANS_B ? LB::desc_k_major(Bs, 0, kk * 16)
+                           : LB::desc_mn_major(Bs, 0, kk * 16);
+#pragma unroll
+    for (int mi = 0; mi < L::kTm; ++mi) {
+      INSTR::mma(*reinterpret_cast<float(*)[N / 2]>(&acc[mi * (N / 2)]),
+                 &a[(mi * (K / 16) + kk) * 4], db, 1);
+    }
+  }
   wgmma_commit();
   wgmma_fence_operands(acc);
 }
