@@ -466,8 +466,8 @@ absl::Status Emitter::EmitAlloc(const AllocStmt& a) {
     stages = it->second;
   }
   const int64_t align = SmemAlign(a.name);
-  const int64_t slot = (bytes + align - 1) / align * align;
-  smem_bytes_ = (smem_bytes_ + align - 1) / align * align;
+  const int64_t slot = RoundUp(bytes, align);
+  smem_bytes_ = RoundUp(smem_bytes_, align);
   const int64_t off = smem_bytes_;
   smem_bytes_ += slot * stages;
   smem_offsets_[a.name] = off;
@@ -485,30 +485,30 @@ absl::Status Emitter::EmitAlloc(const AllocStmt& a) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::pair<std::string, std::string>> Emitter::LoopBounds(
-    const ForStmt& f) {
-  std::string start = "0LL";
+absl::StatusOr<Emitter::LoopRange> Emitter::BindLoop(const ForStmt& f) {
+  LoopRange r;
+  r.start = "0LL";
   if (f.start) {
     auto s = Index(*f.start);
     if (!s.ok()) return s.status();
-    start = *s;
+    r.start = *s;
   }
   auto stop = Index(f.stop);
   if (!stop.ok()) return stop.status();
-  return std::make_pair(start, *stop);
+  r.stop = *stop;
+  r.var = Mangle(f.var);
+  vars_[f.var] = {r.var, Type::Int()};
+  return r;
 }
 
 absl::Status Emitter::EmitFor(const ForStmt& f, bool element) {
-  auto bounds = LoopBounds(f);
-  if (!bounds.ok()) return bounds.status();
-  const std::string& start = bounds->first;
-  const std::string* const stop = &bounds->second;
-  const std::string v = Mangle(f.var);
-  vars_[f.var] = {v, Type::Int()};
+  auto range = BindLoop(f);
+  if (!range.ok()) return range.status();
+  const std::string& v = range->var;
   if (!element) Flush();
   if (f.loop == LoopKind::kUnroll) Line("#pragma unroll");
-  Open(StrCat("for (long long ", v, " = ", start, "; ", v, " < ", *stop, "; ++",
-              v, ")"));
+  Open(StrCat("for (long long ", v, " = ", range->start, "; ", v, " < ",
+              range->stop, "; ++", v, ")"));
   KILN_GPU_RETURN_IF_ERROR(EmitBlock(f.body, element));
   if (!element) Flush();
   Close();
@@ -525,7 +525,7 @@ absl::Status Emitter::EmitRasterize(const RasterizeStmt& r) {
   Open("");
   Line("const long long kiln_p = kiln::max_(" + *p + ", 1LL);");
   // (A persistent kernel walks the program's grid itself.)
-  Line(persistent_
+  Line(Persistent()
            ? std::string("const long long kiln_gx = kiln_grid0, kiln_gy = "
                          "kiln_grid1;")
            : std::string(
@@ -586,7 +586,7 @@ absl::StatusOr<KernelSource> Emitter::Run() {
   };
   reduced(k_.body);
   scratch_offset_ = 0;
-  smem_bytes_ = (scratch + kSmemAlign - 1) / kSmemAlign * kSmemAlign;
+  smem_bytes_ = RoundUp(scratch, kSmemAlign);
 
   std::vector<std::string> params;
   std::vector<std::string> prologue;
@@ -668,12 +668,10 @@ absl::StatusOr<KernelSource> Emitter::Run() {
       b.strides[d] = sv;
     }
   }
-  // A warp-specialised kernel is persistent: one block per multiprocessor
-  // walks the program's grid (the runtime launches min(blocks, SMs) in x),
-  // so that a block's epilogue overlaps the producer's loads for its next
-  // tile. The block variables are set per tile.
-  persistent_ = ws_loop_ != nullptr;
-  if (persistent_) {
+  // A persistent kernel (the runtime launches min(blocks, SMs) in x) walks
+  // the program's grid, so that a block's epilogue overlaps the producer's
+  // loads for its next tile. The block variables are set per tile.
+  if (Persistent()) {
     for (size_t d = 0; d < 3; ++d) {
       std::string g = "1LL";
       if (d < k_.grid.size()) {
@@ -687,8 +685,8 @@ absl::StatusOr<KernelSource> Emitter::Run() {
   for (size_t d = 0; d < k_.block_vars.size(); ++d) {
     const std::string v = Mangle(k_.block_vars[d]);
     prologue.push_back(
-        persistent_ ? StrCat("long long ", v, " = 0;")
-                    : StrCat("long long ", v, " = blockIdx.", "xyz"[d], ";"));
+        Persistent() ? StrCat("long long ", v, " = 0;")
+                     : StrCat("long long ", v, " = blockIdx.", "xyz"[d], ";"));
     vars_[k_.block_vars[d]] = {v, Type::Int()};
   }
   indent_ = 1;
@@ -712,7 +710,7 @@ absl::StatusOr<KernelSource> Emitter::Run() {
     }
     if (!tensor_maps_.empty()) params.push_back("int kiln_tma");
     out.tensor_maps = tensor_maps_;
-    out.persistent = persistent_;
+    out.persistent = Persistent();
     // The ring's mbarriers, as ptxas places them (a 1 KiB static block).
     out.static_shared_bytes = 1024;
   }

@@ -31,6 +31,11 @@ namespace kiln::compiler::gpu::internal {
 
 inline constexpr int64_t kSmemAlign = 128;
 
+// x rounded up to a multiple of `align`.
+inline int64_t RoundUp(int64_t x, int64_t align) {
+  return (x + align - 1) / align * align;
+}
+
 inline std::string At(const Loc& l) { return StrCat(l.line, ":", l.col); }
 
 inline int64_t StorageBytes(DType t, int64_t elems) {
@@ -235,9 +240,14 @@ class Emitter {
   absl::Status EmitAlloc(const AllocStmt& a);
   absl::Status EmitTileOp(const Stmt& s);
   absl::Status EmitFor(const ForStmt& f, bool element);
-  // A loop's start (0 when absent) and stop as C++ expressions.
-  absl::StatusOr<std::pair<std::string, std::string>> LoopBounds(
-      const ForStmt& f);
+  // A loop's C++ variable (bound for the body) and its start (0 when
+  // absent) and stop.
+  struct LoopRange {
+    std::string var, start, stop;
+  };
+  absl::StatusOr<LoopRange> BindLoop(const ForStmt& f);
+  // A ring tile's stage `slot` (a C++ int expression), in its storage type.
+  std::string RingSlot(const CopyStmt& c, const std::string& slot);
   absl::Status EmitPipelined(const ForStmt& f, const Loc& loc);
   absl::Status EmitRasterize(const RasterizeStmt& r);
 
@@ -272,13 +282,15 @@ class Emitter {
     int64_t off0 = 0, ring_off = 0, slot = 0;  // shared-memory offsets
   };
   // Emits the consumer loop of ws_loop_ (called from EmitPipelined with
-  // its ring copies and stage count) and records what the producer issues.
-  absl::Status EmitWsConsumer(const ForStmt& f,
+  // its range, ring copies and stage count) and records what the producer
+  // issues.
+  absl::Status EmitWsConsumer(const ForStmt& f, const LoopRange& range,
                               const std::vector<const CopyStmt*>& ring,
-                              int64_t stages, int groups,
-                              const std::set<std::string>& accs);
-  // The setup both roles run and the producer warpgroup's branch.
+                              int64_t stages);
+  // The setup both roles run and the producer warpgroup's branch, as text
+  // (emitted by EmitProducer after the consumers).
   absl::StatusOr<std::string> ProducerCode();
+  absl::Status EmitProducer();
   // `for (tile ...) { bx = ...; by = ...;` over the program's grid, for a
   // persistent kernel (one open brace: the caller closes it).
   std::string TileLoopHead() const;
@@ -320,10 +332,12 @@ class Emitter {
   bool defer_wgmma_wait_ = false;
   // Warp specialisation: the loop, its stage count and TMA copies, the
   // bounds' C++ code, and the tensor maps the kernel takes.
+  // A warp-specialised kernel is persistent: one block per multiprocessor
+  // walks the program's grid.
+  bool Persistent() const { return ws_loop_ != nullptr; }
   const ForStmt* ws_loop_ = nullptr;
-  bool persistent_ = false;
   int64_t ws_stages_ = 0;
-  std::string ws_lo_, ws_hi_;
+  LoopRange ws_range_;
   std::vector<TmaCopy> ws_copies_;
   std::vector<const RasterizeStmt*> ws_rasterize_;
   std::vector<TensorMapSpec> tensor_maps_;

@@ -169,6 +169,14 @@ void UsesOutside(const Block& b, const Stmt* skip,
   }
 }
 
+std::string Emitter::RingSlot(const CopyStmt& c, const std::string& slot) {
+  const Buf& b = bufs_.at(c.dst.name);
+  const int64_t elems =
+      slot_bytes_.at(c.dst.name) / std::max<int64_t>(1, DTypeBits(b.dtype) / 8);
+  return StrCat("(", slot, " == 0 ? ", b.code, "_stage0 : ", b.code,
+                "_ring + (", slot, " - 1) * ", elems, ")");
+}
+
 absl::Status Emitter::EmitPipelined(const ForStmt& f, const Loc& loc) {
   auto stages = f.stages ? FoldInt(*f.stages) : std::nullopt;
   if (!stages || *stages < 1 || *stages > 8) {
@@ -232,12 +240,9 @@ absl::Status Emitter::EmitPipelined(const ForStmt& f, const Loc& loc) {
   }
   if (ring.empty()) return EmitFor(f, false);
 
-  auto bounds = LoopBounds(f);
-  if (!bounds.ok()) return bounds.status();
-  const std::string& start = bounds->first;
-  const std::string* const stop = &bounds->second;
-  const std::string v = Mangle(f.var);
-  vars_[f.var] = {v, Type::Int()};
+  auto range = BindLoop(f);
+  if (!range.ok()) return range.status();
+  const std::string& v = range->var;
   Flush();
   Line(StrCat("// tile ", At(loc), ": pipelined loop, ", S, "-stage ",
               dialect_.ring_name, " ring"));
@@ -248,20 +253,13 @@ absl::Status Emitter::EmitPipelined(const ForStmt& f, const Loc& loc) {
     const int64_t slot = slot_bytes_[c->dst.name];
     const std::string st = StorageType(b.dtype);
     const int64_t align = SmemAlign(c->dst.name);
-    smem_bytes_ = (smem_bytes_ + align - 1) / align * align;
+    smem_bytes_ = RoundUp(smem_bytes_, align);
     Line(StrCat(st, "* const ", b.code, "_stage0 = ", b.code, ";"));
     Line(StrCat(st, "* const ", b.code, "_ring = reinterpret_cast<", st,
                 "*>(kiln_smem + ", smem_bytes_, ");"));
     ring_offsets_[c->dst.name] = smem_bytes_;
     smem_bytes_ += slot * (S - 1);
   }
-  auto slot_ptr = [&](const CopyStmt* c, const std::string& slot) {
-    const Buf& b = bufs_[c->dst.name];
-    const int64_t elems =
-        slot_bytes_[c->dst.name] / std::max<int64_t>(1, DTypeBits(b.dtype) / 8);
-    return StrCat("(", slot, " == 0 ? ", b.code, "_stage0 : ", b.code,
-                  "_ring + (", slot, " - 1) * ", elems, ")");
-  };
   auto issue = [&](const std::string& slot) -> absl::Status {
     for (const CopyStmt* c : ring) {
       auto src = MakeAccess(c->src);
@@ -269,49 +267,31 @@ absl::Status Emitter::EmitPipelined(const ForStmt& f, const Loc& loc) {
       if (!src.ok()) return src.status();
       if (!dst.ok()) return dst.status();
       absl::Status st;
-      TryFastCopy(*src, *dst, loc, slot_ptr(c, slot), false, &st);
+      TryFastCopy(*src, *dst, loc, RingSlot(*c, slot), false, &st);
       KILN_GPU_RETURN_IF_ERROR(st);
     }
     return absl::OkStatus();
   };
-  // Hopper: a body of only wgmma gemms (besides the ring copies) can run
-  // as the warp-specialised TMA ring (tma_loop.cc), whose consumers keep
-  // each iteration's wgmma groups in flight. The cp.async ring waits for
-  // each gemm's group at once: keeping it in flight there would cost a
-  // stage of prefetch (measured slower, bench/gpu/NOTES.md).
-  int gemm_groups = 0;
-  std::set<std::string> gemm_accs;
-  for (const Stmt& s : f.body) {
-    auto* c = std::get_if<CopyStmt>(&s.node);
-    if (c && std::find(ring.begin(), ring.end(), c) != ring.end()) continue;
-    auto* g = std::get_if<GemmStmt>(&s.node);
-    const Buf* acc = g ? FindBuf(g->c.name) : nullptr;
-    if (!acc || !acc->reg || !acc->reg->warpgroup || g->clear_accum) {
-      gemm_groups = 0;
-      break;
-    }
-    ++gemm_groups;
-    gemm_accs.insert(acc->code);
-  }
-  const int64_t ahead = S - 1;
-  // (Every copy of the body must be in the ring for the TMA path.)
+  // Hopper: the warp-specialised TMA ring (tma_loop.cc), when every copy
+  // of the body is in the ring; the cp.async ring below stays as its
+  // fallback.
   int body_copies = 0;
   for (const Stmt& s : f.body) {
     body_copies += std::holds_alternative<CopyStmt>(s.node) ? 1 : 0;
   }
-  const bool ws = &f == ws_loop_ && gemm_groups > 0 &&
-                  static_cast<int>(ring.size()) == body_copies;
+  const bool ws =
+      &f == ws_loop_ && static_cast<int>(ring.size()) == body_copies;
   if (ws) {
     // The TMA ring when the runtime built the tensor maps; else the
     // cp.async ring below.
     Open("if (kiln_tma)");
-    KILN_GPU_RETURN_IF_ERROR(
-        EmitWsConsumer(f, ring, S, gemm_groups, gemm_accs));
+    KILN_GPU_RETURN_IF_ERROR(EmitWsConsumer(f, *range, ring, S));
     Close();
     Open("else");
   }
-  Line("const long long kiln_lo = " + start + ", kiln_hi = " + *stop + ";");
-  Open(StrCat("for (int kiln_s = 0; kiln_s < ", ahead, "; ++kiln_s)"));
+  Line("const long long kiln_lo = " + range->start +
+       ", kiln_hi = " + range->stop + ";");
+  Open(StrCat("for (int kiln_s = 0; kiln_s < ", S - 1, "; ++kiln_s)"));
   Open("");
   Line("const long long " + v + " = kiln_lo + kiln_s;");
   Open("if (" + v + " < kiln_hi)");
@@ -325,10 +305,10 @@ absl::Status Emitter::EmitPipelined(const ForStmt& f, const Loc& loc) {
   // iteration read is free for the copies S - 1 iterations ahead.
   Open(StrCat("for (long long ", v, " = kiln_lo; ", v, " < kiln_hi; ++", v,
               ")"));
-  Line(StrCat("kiln::cp_async_wait<", ahead - 1, ">();"));
+  Line(StrCat("kiln::cp_async_wait<", S - 2, ">();"));
   Barrier();
   Open("");
-  Line(StrCat("const long long kiln_next = ", v, " + ", ahead, ";"));
+  Line(StrCat("const long long kiln_next = ", v, " + ", S - 1, ";"));
   Open("if (kiln_next < kiln_hi)");
   Line("const long long " + v + " = kiln_next;");
   Line(StrCat("const int kiln_ns = (int)(kiln_next - kiln_lo) % ", S, ";"));
@@ -338,7 +318,7 @@ absl::Status Emitter::EmitPipelined(const ForStmt& f, const Loc& loc) {
   Line("kiln::cp_async_commit();");
   Line(StrCat("const int kiln_slot = (int)(", v, " - kiln_lo) % ", S, ";"));
   for (const CopyStmt* c : ring) {
-    Line(bufs_[c->dst.name].code + " = " + slot_ptr(c, "kiln_slot") + ";");
+    Line(bufs_[c->dst.name].code + " = " + RingSlot(*c, "kiln_slot") + ";");
   }
   for (const Stmt& s : f.body) {
     auto* c = std::get_if<CopyStmt>(&s.node);

@@ -137,13 +137,23 @@ void Emitter::PlanWarpSpecialised() {
   }
 }
 
-absl::Status Emitter::EmitWsConsumer(const ForStmt& f,
+absl::Status Emitter::EmitWsConsumer(const ForStmt& f, const LoopRange& range,
                                      const std::vector<const CopyStmt*>& ring,
-                                     int64_t stages, int groups,
-                                     const std::set<std::string>& accs) {
+                                     int64_t stages) {
   const int64_t S = stages;
-  const std::string v = Mangle(f.var);
+  const std::string& v = range.var;
   ws_stages_ = S;
+  ws_range_ = range;
+  // The body's gemms (PlanWarpSpecialised checked they are all wgmma): one
+  // group each per iteration, and their accumulators.
+  int groups = 0;
+  std::set<std::string> accs;
+  for (const Stmt& s : f.body) {
+    if (auto* g = std::get_if<GemmStmt>(&s.node)) {
+      ++groups;
+      accs.insert(bufs_.at(g->c.name).code);
+    }
+  }
   // The producer's copies: per ring tile, one TMA load per panel.
   for (const CopyStmt* c : ring) {
     const Buf& b = bufs_.at(c->dst.name);
@@ -178,19 +188,14 @@ absl::Status Emitter::EmitWsConsumer(const ForStmt& f,
     if (it == tensor_maps_.end()) tensor_maps_.push_back(spec);
     ws_copies_.push_back(std::move(t));
   }
-  auto bounds = LoopBounds(f);
-  if (!bounds.ok()) return bounds.status();
-  const std::string& start = bounds->first;
-  const std::string* const stop = &bounds->second;
-  ws_lo_ = start;
-  ws_hi_ = *stop;
 
   Line("// consumers: wait for the stage's TMA loads, issue its wgmma, free");
   Line("// the previous stage once its wgmma have completed");
   for (const std::string& a : accs) {
     Line("kiln::wgmma_fence_operands(" + a + ");");
   }
-  Line("const long long kiln_lo = " + start + ", kiln_hi = " + *stop + ";");
+  Line("const long long kiln_lo = " + range.start +
+       ", kiln_hi = " + range.stop + ";");
   Open(StrCat("for (long long ", v, " = kiln_lo; ", v, " < kiln_hi; ++", v,
               ")"));
   // kiln_it counts ring iterations over all the block's tiles: the
@@ -199,11 +204,7 @@ absl::Status Emitter::EmitWsConsumer(const ForStmt& f,
   Line(StrCat("kiln::mbar_wait(&kiln_full[kiln_slot], (kiln_it / ", S,
               ") & 1);"));
   for (const CopyStmt* c : ring) {
-    const Buf& b = bufs_.at(c->dst.name);
-    const int64_t elems = slot_bytes_.at(c->dst.name) /
-                          std::max<int64_t>(1, DTypeBits(b.dtype) / 8);
-    Line(StrCat(b.code, " = (kiln_slot == 0 ? ", b.code, "_stage0 : ", b.code,
-                "_ring + (kiln_slot - 1) * ", elems, ");"));
+    Line(bufs_.at(c->dst.name).code + " = " + RingSlot(*c, "kiln_slot") + ";");
   }
   defer_wgmma_wait_ = true;
   for (const Stmt& s : f.body) {
@@ -215,11 +216,16 @@ absl::Status Emitter::EmitWsConsumer(const ForStmt& f,
     }
   }
   defer_wgmma_wait_ = false;
+  // Lane 0 of each consumer warp frees the stage of the iteration before
+  // kiln_it (its wgmma have completed).
+  auto release_previous = [&](const std::string& when) {
+    Line(StrCat("if (", when,
+                " && threadIdx.x % 32 == 0) kiln::mbar_arrive(&kiln_empty[("
+                "kiln_it + ",
+                S - 1, ") % ", S, "]);"));
+  };
   Line(StrCat("kiln::wgmma_wait<", groups, ">();"));
-  Line(StrCat("if (", v,
-              " > kiln_lo && threadIdx.x % 32 == 0) "
-              "kiln::mbar_arrive(&kiln_empty[(kiln_it + ",
-              S - 1, ") % ", S, "]);"));
+  release_previous(v + " > kiln_lo");
   Line("++kiln_it;");
   Close();
   Line("kiln::wgmma_wait<0>();");
@@ -228,10 +234,7 @@ absl::Status Emitter::EmitWsConsumer(const ForStmt& f,
   }
   // The last stage's wgmma have completed too: free it for the producer's
   // next tile.
-  Line(
-      StrCat("if (kiln_hi > kiln_lo && threadIdx.x % 32 == 0) "
-             "kiln::mbar_arrive(&kiln_empty[(kiln_it + ",
-             S - 1, ") % ", S, "]);"));
+  release_previous("kiln_hi > kiln_lo");
   // The gemms read ring slots only: nothing is owed a block barrier.
   pend_r_.clear();
   pend_w_.clear();
@@ -252,12 +255,21 @@ std::string Emitter::TileLoopHead() const {
 }
 
 absl::StatusOr<std::string> Emitter::ProducerCode() {
-  const int64_t S = ws_stages_;
-  const int64_t T = threads_;
   std::string saved_out = std::move(out_);
   const int saved_indent = indent_;
   out_.clear();
   indent_ = 1;
+  absl::Status st = EmitProducer();
+  std::string code = std::move(out_);
+  out_ = std::move(saved_out);
+  indent_ = saved_indent;
+  if (!st.ok()) return st;
+  return code;
+}
+
+absl::Status Emitter::EmitProducer() {
+  const int64_t S = ws_stages_;
+  const int64_t T = threads_;
   Line("// Warp specialisation: threads [0, " + std::to_string(T) +
        ") consume, the last warpgroup produces (TMA).");
   Line(StrCat("__shared__ __align__(8) unsigned long long kiln_full[", S,
@@ -274,57 +286,52 @@ absl::StatusOr<std::string> Emitter::ProducerCode() {
   const bool rebalance = T + 128 > 256;
   Open(StrCat("if (threadIdx.x >= ", T, ")"));
   if (rebalance) Line(StrCat("kiln::regs_dec<", kProducerRegs, ">();"));
-  if (ws_copies_.empty()) {
-    // The loop kept its cp.async ring: the producer has nothing to do.
-    Line("return;");
-    Close();
-    std::string code = std::move(out_);
-    out_ = std::move(saved_out);
-    indent_ = saved_indent;
-    return code;
-  }
-  Open(StrCat("if (kiln_tma && threadIdx.x == ", T, ")"));
-  for (size_t m = 0; m < tensor_maps_.size(); ++m) {
-    Line(StrCat("kiln::tma_prefetch(&kiln_map", m, ");"));
-  }
-  Line("int kiln_it = 0;  // ring iterations so far (all tiles)");
-  Line(TileLoopHead());
-  ++indent_;
-  for (const RasterizeStmt* r : ws_rasterize_) {
-    KILN_GPU_RETURN_IF_ERROR(EmitRasterize(*r));
-  }
-  const std::string v = Mangle(ws_loop_->var);
-  int64_t bytes = 0;
-  for (const TmaCopy& t : ws_copies_) bytes += t.panels * t.panel_bytes;
-  Line("const long long kiln_lo = " + ws_lo_ + ", kiln_hi = " + ws_hi_ + ";");
-  Open(StrCat("for (long long ", v, " = kiln_lo; ", v, " < kiln_hi; ++", v,
-              ", ++kiln_it)"));
-  Line(StrCat("const int kiln_slot = kiln_it % ", S, ";"));
-  Line(StrCat("if (kiln_it >= ", S,
-              ") kiln::mbar_wait(&kiln_empty[kiln_slot], (kiln_it / ", S,
-              " - 1) & 1);"));
-  Line(StrCat("kiln::mbar_arrive_expect_tx(&kiln_full[kiln_slot], ", bytes,
-              ");"));
-  for (const TmaCopy& t : ws_copies_) {
-    Open("");
-    Line(StrCat(
-        "unsigned char* const kiln_dst = kiln_smem + (kiln_slot == 0 ? ",
-        t.off0, " : ", t.ring_off, " + (kiln_slot - 1) * ", t.slot, ");"));
-    for (int64_t p = 0; p < t.panels; ++p) {
-      std::string c;
-      for (size_t d = 0; d < t.coord.size(); ++d) {
-        StrAppend(&c, d ? ", " : "", t.coord[d],
-                  d == 0 && p ? StrCat(" + ", p * t.panel_elems) : "");
+  // (With no TMA copies the loop kept its cp.async ring: nothing to do.)
+  if (!ws_copies_.empty()) {
+    Open(StrCat("if (kiln_tma && threadIdx.x == ", T, ")"));
+    for (size_t m = 0; m < tensor_maps_.size(); ++m) {
+      Line(StrCat("kiln::tma_prefetch(&kiln_map", m, ");"));
+    }
+    Line("int kiln_it = 0;  // ring iterations so far (all tiles)");
+    Line(TileLoopHead());
+    ++indent_;
+    for (const RasterizeStmt* r : ws_rasterize_) {
+      KILN_GPU_RETURN_IF_ERROR(EmitRasterize(*r));
+    }
+    const std::string& v = ws_range_.var;
+    int64_t bytes = 0;
+    for (const TmaCopy& t : ws_copies_) bytes += t.panels * t.panel_bytes;
+    Line("const long long kiln_lo = " + ws_range_.start +
+         ", kiln_hi = " + ws_range_.stop + ";");
+    Open(StrCat("for (long long ", v, " = kiln_lo; ", v, " < kiln_hi; ++", v,
+                ", ++kiln_it)"));
+    Line(StrCat("const int kiln_slot = kiln_it % ", S, ";"));
+    Line(StrCat("if (kiln_it >= ", S,
+                ") kiln::mbar_wait(&kiln_empty[kiln_slot], (kiln_it / ", S,
+                " - 1) & 1);"));
+    Line(StrCat("kiln::mbar_arrive_expect_tx(&kiln_full[kiln_slot], ", bytes,
+                ");"));
+    for (const TmaCopy& t : ws_copies_) {
+      Open("");
+      Line(StrCat(
+          "unsigned char* const kiln_dst = kiln_smem + (kiln_slot == 0 ? ",
+          t.off0, " : ", t.ring_off, " + (kiln_slot - 1) * ", t.slot, ");"));
+      for (int64_t p = 0; p < t.panels; ++p) {
+        std::string c;
+        for (size_t d = 0; d < t.coord.size(); ++d) {
+          StrAppend(&c, d ? ", " : "", t.coord[d],
+                    d == 0 && p ? StrCat(" + ", p * t.panel_elems) : "");
+        }
+        Line(StrCat("kiln::tma_load<", t.rank, ">(kiln_dst + ",
+                    p * t.panel_bytes, ", &kiln_map", t.map,
+                    ", &kiln_full[kiln_slot], {", c, "});"));
       }
-      Line(StrCat("kiln::tma_load<", t.rank, ">(kiln_dst + ", p * t.panel_bytes,
-                  ", &kiln_map", t.map, ", &kiln_full[kiln_slot], {", c,
-                  "});"));
+      Close();
     }
     Close();
+    Close();  // tiles
+    Close();
   }
-  Close();
-  Close();  // tiles
-  Close();
   Line("return;");
   Close();
   if (rebalance) {
@@ -334,10 +341,7 @@ absl::StatusOr<std::string> Emitter::ProducerCode() {
         std::min<int64_t>(256, (65536 - 128 * kProducerRegs) / T / 8 * 8);
     Line(StrCat("kiln::regs_inc<", regs, ">();"));
   }
-  std::string code = std::move(out_);
-  out_ = std::move(saved_out);
-  indent_ = saved_indent;
-  return code;
+  return absl::OkStatus();
 }
 
 }  // namespace kiln::compiler::gpu::internal
