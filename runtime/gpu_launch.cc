@@ -30,14 +30,15 @@ bool SameShapes(const std::vector<ArgValue>& bound,
 
 absl::Status GpuLauncher::Launch(const KernelMetadata& metadata,
                                  absl::Span<const ArgValue> args,
-                                 CheckDims check, Enqueue enqueue) const {
+                                 CheckDims check, Enqueue enqueue,
+                                 absl::Span<void* const> extra) const {
   std::shared_ptr<const GpuBinding> last;
   {
     absl::MutexLock lock(&mu_);
     last = last_;
   }
   if (last != nullptr && SameShapes(last->args, args)) {
-    return EnqueueWith(*last, args, enqueue);
+    return EnqueueWith(*last, args, extra, enqueue);
   }
 
   absl::StatusOr<LaunchPlan> plan = BindLaunch(metadata, args);
@@ -58,7 +59,7 @@ absl::Status GpuLauncher::Launch(const KernelMetadata& metadata,
   bound->symbols.assign(plan->symbols.begin(), plan->symbols.end());
   bound->args.assign(args.begin(), args.end());
   for (ArgValue& a : bound->args) a.data = nullptr;
-  absl::Status status = EnqueueWith(*bound, args, enqueue);
+  absl::Status status = EnqueueWith(*bound, args, extra, enqueue);
   if (status.ok()) {
     absl::MutexLock lock(&mu_);
     last_ = std::move(bound);
@@ -68,10 +69,11 @@ absl::Status GpuLauncher::Launch(const KernelMetadata& metadata,
 
 absl::Status GpuLauncher::EnqueueWith(const GpuBinding& binding,
                                       absl::Span<const ArgValue> args,
+                                      absl::Span<void* const> extra,
                                       Enqueue enqueue) const {
   // On the stack when they fit: launches are on the hot path.
   constexpr size_t kInline = 32;
-  const size_t count = args.size() + binding.symbols.size();
+  const size_t count = args.size() + binding.symbols.size() + extra.size();
   void* inline_params[kInline];
   void* inline_pointers[kInline];
   std::vector<void*> heap_params, heap_pointers;
@@ -93,6 +95,9 @@ absl::Status GpuLauncher::EnqueueWith(const GpuBinding& binding,
   }
   for (size_t i = 0; i < binding.symbols.size(); ++i) {
     params[args.size() + i] = const_cast<long long*>(&binding.symbols[i]);
+  }
+  for (size_t i = 0; i < extra.size(); ++i) {
+    params[args.size() + binding.symbols.size() + i] = extra[i];
   }
   return enqueue(binding, params);
 }

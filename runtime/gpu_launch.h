@@ -48,14 +48,17 @@ class GpuLauncher {
   // `enqueue`, returning its status. Arguments with the same dtypes, shapes,
   // strides and scalar values as the last successful launch reuse its
   // binding without checking again. An empty grid launches nothing and
-  // returns OK. Thread-safe.
+  // returns OK. `extra` parameters follow the symbols (CUDA: the tensor
+  // maps and their flag). Thread-safe.
   absl::Status Launch(const KernelMetadata& metadata,
                       absl::Span<const ArgValue> args, CheckDims check,
-                      Enqueue enqueue) const;
+                      Enqueue enqueue,
+                      absl::Span<void* const> extra = {}) const;
 
  private:
   absl::Status EnqueueWith(const GpuBinding& binding,
                            absl::Span<const ArgValue> args,
+                           absl::Span<void* const> extra,
                            Enqueue enqueue) const;
 
   mutable absl::Mutex mu_;

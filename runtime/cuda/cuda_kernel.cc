@@ -90,38 +90,29 @@ absl::Status CudaKernel::Launch(absl::Span<const ArgValue> args,
     return absl::OkStatus();
   };
   auto enqueue = [&](const GpuBinding& bound, void** params) {
-    // A persistent kernel walks the grid itself: one block per SM.
+    // A persistent kernel walks the grid itself: one block per SM (the
+    // launch reads only the grid and the block).
     GpuBinding persistent;
     if (metadata_.persistent) {
-      persistent.grid = {1, 1, 1};
-      persistent.block = bound.block;
       const uint64_t blocks =
           uint64_t{bound.grid[0]} * bound.grid[1] * bound.grid[2];
-      persistent.grid[0] = static_cast<unsigned>(
-          std::min<uint64_t>(blocks, static_cast<uint64_t>(sm_count_)));
-      persistent.symbols = bound.symbols;
+      persistent.grid = {static_cast<unsigned>(std::min<uint64_t>(
+                             blocks, static_cast<uint64_t>(sm_count_))),
+                         1, 1};
+      persistent.block = bound.block;
     }
-    const GpuBinding& b = metadata_.persistent ? persistent : bound;
-    if (metadata_.tensor_maps.empty()) {
-      return driver_->Check(
-          CallLaunchKernel(driver_->api().cuLaunchKernel, function_, b,
-                           metadata_.shared_bytes, stream, params),
-          "cuLaunchKernel");
-    }
-    // The tensor maps and their flag follow the symbols.
-    std::shared_ptr<const TensorMaps> maps = BuildTensorMaps(args);
-    const size_t n = args.size() + b.symbols.size();
-    std::vector<void*> all(params, params + n);
-    for (const TensorMap& m : maps->maps) {
-      all.push_back(const_cast<uint64_t*>(m.opaque));
-    }
-    all.push_back(const_cast<int*>(&maps->ok));
     return driver_->Check(
-        CallLaunchKernel(driver_->api().cuLaunchKernel, function_, b,
-                         metadata_.shared_bytes, stream, all.data()),
+        CallLaunchKernel(driver_->api().cuLaunchKernel, function_,
+                         metadata_.persistent ? persistent : bound,
+                         metadata_.shared_bytes, stream, params),
         "cuLaunchKernel");
   };
-  return launcher_.Launch(metadata_, args, check, enqueue);
+  if (metadata_.tensor_maps.empty()) {
+    return launcher_.Launch(metadata_, args, check, enqueue);
+  }
+  // The tensor maps and their flag follow the symbols.
+  std::shared_ptr<const TensorMaps> maps = BuildTensorMaps(args);
+  return launcher_.Launch(metadata_, args, check, enqueue, maps->params);
 }
 
 namespace {
@@ -227,6 +218,8 @@ std::shared_ptr<const CudaKernel::TensorMaps> CudaKernel::BuildTensorMaps(
              /*l2_promotion=*/3, /*oob_fill=*/0) == 0;
   }
   out->ok = ok ? 1 : 0;
+  for (TensorMap& m : out->maps) out->params.push_back(m.opaque);
+  out->params.push_back(&out->ok);
   absl::MutexLock lock(&maps_mu_);
   maps_for_.assign(args.begin(), args.end());
   maps_ = out;

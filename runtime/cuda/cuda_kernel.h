@@ -64,6 +64,8 @@ class CudaKernel {
   struct TensorMaps {
     std::vector<TensorMap> maps;
     int ok = 0;
+    // The kernel parameters they make: each map, then &ok.
+    std::vector<void*> params;
   };
   std::shared_ptr<const TensorMaps> BuildTensorMaps(
       absl::Span<const ArgValue> args) const;

@@ -34,6 +34,7 @@ struct Seen {
   void* x = nullptr;
   float alpha = 0;
   long long n = 0;
+  void* extra = nullptr;  // the parameter after the symbols, if any
 };
 
 class GpuLauncherTest : public ::testing::Test {
@@ -44,7 +45,8 @@ class GpuLauncherTest : public ::testing::Test {
     metadata_ = *md;
   }
 
-  absl::Status Launch(const std::vector<ArgValue>& args) {
+  absl::Status Launch(const std::vector<ArgValue>& args,
+                      absl::Span<void* const> extra = {}) {
     auto check = [&](const std::array<int64_t, 3>& grid,
                      const std::array<int64_t, 3>&) {
       ++checks_;
@@ -58,10 +60,11 @@ class GpuLauncherTest : public ::testing::Test {
       s.x = *static_cast<void**>(params[0]);
       s.alpha = *static_cast<float*>(params[1]);
       s.n = *static_cast<long long*>(params[2]);
+      if (!extra.empty()) s.extra = params[3];
       seen_.push_back(s);
       return absl::OkStatus();
     };
-    return launcher_.Launch(metadata_, args, check, enqueue);
+    return launcher_.Launch(metadata_, args, check, enqueue, extra);
   }
 
   KernelMetadata metadata_;
@@ -81,6 +84,25 @@ TEST_F(GpuLauncherTest, ParamsPointAtPointersScalarsThenSymbols) {
   EXPECT_EQ(seen_[0].x, x);
   EXPECT_EQ(seen_[0].alpha, 2.5f);
   EXPECT_EQ(seen_[0].n, 1000);
+}
+
+// CUDA tensor maps and their flag: extra parameters after the symbols, on
+// a fresh binding and on a reused one alike.
+TEST_F(GpuLauncherTest, ExtraParamsFollowTheSymbols) {
+  float x[512];
+  int flag = 1;
+  void* extra[] = {&flag};
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(
+        Launch({ArgValue::Tensor(x, DType::kF32, {512}), ArgValue::F32(1)},
+               extra)
+            .ok());
+  }
+  ASSERT_EQ(seen_.size(), 2u);
+  EXPECT_EQ(checks_, 1);
+  EXPECT_EQ(seen_[0].n, 512);
+  EXPECT_EQ(seen_[0].extra, &flag);
+  EXPECT_EQ(seen_[1].extra, &flag);
 }
 
 TEST_F(GpuLauncherTest, RepeatedShapesReuseTheBindingWithNewPointers) {
