@@ -10,6 +10,7 @@
 #ifndef KILN_DEVICE_MMA_CUH_
 #define KILN_DEVICE_MMA_CUH_
 
+#include "kiln/register_to_global.cuh"
 #include "kiln/shared_to_register.cuh"
 
 namespace kiln {
@@ -190,55 +191,42 @@ __device__ __forceinline__ void acc_to_a_operand(
   pack_a_operands<T, AccLayout<M, N, WARPS_M, 1>>(a, acc);
 }
 
+// Two adjacent accumulator values stored at p: rounded to T (f16_t,
+// bf16_t) and packed into one 4-byte store, or kept f32 (T = float) as one
+// 8-byte store (store_pair), when both are in range and p is aligned;
+// element by element otherwise.
+template <typename T>
+__device__ __forceinline__ void store_acc_pair(u16* p, float v0, float v1,
+                                               bool ok0, bool ok1) {
+  const u32 both = pack2<T>(v0, v1);
+  if (ok0 && ok1 && (reinterpret_cast<unsigned long long>(p) & 3ull) == 0) {
+    *reinterpret_cast<u32*>(p) = both;
+    return;
+  }
+  if (ok0) p[0] = static_cast<u16>(both & 0xffffu);
+  if (ok1) p[1] = static_cast<u16>(both >> 16);
+}
+template <typename T>
+__device__ __forceinline__ void store_acc_pair(float* p, float v0, float v1,
+                                               bool ok0, bool ok1) {
+  store_pair(p, v0, v1, ok0, ok1);
+}
+
 // Stores a register accumulator (layout L: AccLayout or WgAccLayout, whose
 // registers q and q + 1 hold adjacent columns of one row for even q) to
-// g[r * row_stride + c], rows in [r_lo, r_hi) and columns in [c_lo, c_hi)
-// of the tile: each pair rounded to T (f16_t, bf16_t) as one 4-byte store,
-// or kept f32 (T = float) as one 8-byte store, when both are in range and
-// the row is aligned; element by element otherwise.
-template <typename T, typename L, int REGS>
-__device__ __forceinline__ void r2g_acc(u16* g, long long row_stride,
+// g[r * row_stride + c] (g: u16 for T = f16_t / bf16_t, float for T =
+// float), rows in [r_lo, r_hi) and columns in [c_lo, c_hi) of the tile, a
+// pair of columns per store where it can (store_acc_pair).
+template <typename T, typename L, int REGS, typename S>
+__device__ __forceinline__ void r2g_acc(S* g, long long row_stride,
                                         const float (&acc)[REGS], int r_lo,
                                         int r_hi, int c_lo, int c_hi) {
-  const bool aligned =
-      (reinterpret_cast<unsigned long long>(g) & 3ull) == 0 &&
-      row_stride % 2 == 0;
 #pragma unroll
   for (int q = 0; q < REGS; q += 2) {
     const int r = L::row(q), c = L::col(q);
     if (r < r_lo || r >= r_hi) continue;
-    u16* p = g + r * row_stride + c;
-    const bool ok0 = c >= c_lo && c < c_hi;
-    const bool ok1 = c + 1 >= c_lo && c + 1 < c_hi;
-    const u32 both = pack2<T>(acc[q], acc[q + 1]);
-    if (aligned && ok0 && ok1) {
-      *reinterpret_cast<u32*>(p) = both;
-    } else {
-      if (ok0) p[0] = static_cast<u16>(both & 0xffffu);
-      if (ok1) p[1] = static_cast<u16>(both >> 16);
-    }
-  }
-}
-template <typename T, typename L, int REGS>
-__device__ __forceinline__ void r2g_acc(float* g, long long row_stride,
-                                        const float (&acc)[REGS], int r_lo,
-                                        int r_hi, int c_lo, int c_hi) {
-  const bool aligned =
-      (reinterpret_cast<unsigned long long>(g) & 7ull) == 0 &&
-      row_stride % 2 == 0;
-#pragma unroll
-  for (int q = 0; q < REGS; q += 2) {
-    const int r = L::row(q), c = L::col(q);
-    if (r < r_lo || r >= r_hi) continue;
-    float* p = g + r * row_stride + c;
-    const bool ok0 = c >= c_lo && c < c_hi;
-    const bool ok1 = c + 1 >= c_lo && c + 1 < c_hi;
-    if (aligned && ok0 && ok1) {
-      *reinterpret_cast<float2*>(p) = make_float2(acc[q], acc[q + 1]);
-    } else {
-      if (ok0) p[0] = acc[q];
-      if (ok1) p[1] = acc[q + 1];
-    }
+    store_acc_pair<T>(g + r * row_stride + c, acc[q], acc[q + 1],
+                      c >= c_lo && c < c_hi, c + 1 >= c_lo && c + 1 < c_hi);
   }
 }
 
