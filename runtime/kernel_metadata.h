@@ -93,7 +93,8 @@ struct KernelMetadata {
   std::vector<MetadataAssumption> assumptions;
   std::vector<MetadataTensorMap> tensor_maps;  // kernel parameters, in order
   // The kernel walks `grid` itself (a `persistent` record): launch
-  // min(grid blocks, multiprocessors) blocks along x (CUDA).
+  // min(grid blocks, blocks resident at once on the device) blocks along x
+  // (CUDA).
   bool persistent = false;
   PtxasReport ptxas;
 };

@@ -3,8 +3,10 @@
 # TARGET (default sm_90a, the Hopper path; sm_90 gives the sm_80-style
 # mma.sync path): .gpu/bench-kernels[-TARGET]/NAME.cubin + NAME.meta
 # (KILN_BENCH_KERNELS overrides), read by bench.py on the GPU machine. bf16
-# and head-dim-64 variants of the corpus kernels are made by substitution
-# into that folder; bench.py times every kernel of a case's name prefix.
+# and head-dim-64/256 variants of the corpus kernels are made by
+# substitution into that folder; bench.py times every kernel of a case's
+# name prefix. KILN_BENCH_SUFFIX is appended to every kernel name (for A/B
+# builds from two compilers into one folder).
 # Usage: bench/gpu/make_kernels.sh [path/to/kiln] [TARGET]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -28,6 +30,7 @@ build() {  # NAME FILE KERNEL DEFINES...
   local defs=()
   local x
   for x in "$@"; do defs+=(-D "$x"); done
+  name=$name${KILN_BENCH_SUFFIX:-}
   "$kiln" compile "$file" --target "$target" --kernel "$kernel" "${defs[@]}" \
     -o "$out/$name.cubin" --emit metadata > "$out/$name.meta"
   echo "$name: $(grep ptxas "$out/$name.meta")"
@@ -65,16 +68,29 @@ fi
 # FP8 (e4m3) GEMM: the corpus program (B stored [N, K]).
 build gemm_fp8_128x128s3 $corpus/gemm_fp8.tile gemm_fp8 BM=128 BN=128 BK=128 STAGES=3
 build gemm_fp8_128x128s4 $corpus/gemm_fp8.tile gemm_fp8 BM=128 BN=128 BK=128 STAGES=4
-for d in 64 128; do
+sed -e 's/f16/bf16/g' -e 's/H, 128\]/H, 256]/g' -e 's/\(B[MN]\), 128\]/\1, 256]/g' \
+  -e 's/(BM, 128)/(BM, 256)/g' $corpus/flash_attention_fwd.tile > $out/fa_bf16_d256.tile
+for d in 64 128 256; do
   for c in "" _causal; do
     build fa${c}_d${d}_bm64 $out/fa_bf16_d$d.tile flash_attention_fwd$c \
       BM=64 BN=64 STAGES=2
+    if [ $d = 256 ]; then  # (larger tiles do not fit in shared memory)
+      sed 's/threads(128)/threads(256)/' $out/fa_bf16_d256.tile > $out/fa_bf16_d256_t256.tile
+      build fa${c}_d256_t256bn32 $out/fa_bf16_d256_t256.tile flash_attention_fwd$c \
+        BM=128 BN=32 STAGES=2
+      continue
+    fi
     build fa${c}_d${d}_bm128 $out/fa_bf16_d$d.tile flash_attention_fwd$c \
       BM=128 BN=64 STAGES=2
     build fa${c}_d${d}_bn128 $out/fa_bf16_d$d.tile flash_attention_fwd$c \
       BM=64 BN=128 STAGES=2
-    sed 's/threads(128)/threads(256)/' $out/fa_bf16_d$d.tile > $out/fa_bf16_d${d}_t256.tile
+    # Two warpgroups over 128 query rows (sm_90a: two consumer warpgroups
+    # beside the TMA producer); 128x128 needs the score-tile bound raised.
+    sed -e 's/threads(128)/threads(256)/' -e 's/BM \* BN <= 8192/BM * BN <= 16384/' \
+      $out/fa_bf16_d$d.tile > $out/fa_bf16_d${d}_t256.tile
     build fa${c}_d${d}_t256 $out/fa_bf16_d${d}_t256.tile flash_attention_fwd$c \
       BM=128 BN=64 STAGES=2
+    build fa${c}_d${d}_t256bn128 $out/fa_bf16_d${d}_t256.tile flash_attention_fwd$c \
+      BM=128 BN=128 STAGES=2
   done
 done

@@ -46,6 +46,8 @@ absl::Status Driver::Init() {
   bind(api_.cuModuleUnload, "cuModuleUnload");
   bind(api_.cuModuleGetFunction, "cuModuleGetFunction");
   bind(api_.cuFuncSetAttribute, "cuFuncSetAttribute");
+  bind(api_.cuOccupancyMaxActiveBlocksPerMultiprocessor,
+       "cuOccupancyMaxActiveBlocksPerMultiprocessor");
   bind(api_.cuLaunchKernel, "cuLaunchKernel");
   bind(api_.cuMemAlloc, "cuMemAlloc_v2");
   bind(api_.cuMemFree, "cuMemFree_v2");

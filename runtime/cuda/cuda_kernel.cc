@@ -38,7 +38,6 @@ absl::StatusOr<std::unique_ptr<CudaKernel>> CudaKernel::Load(
                      dev->name, " allows ", dev->max_shared_optin));
   }
   std::unique_ptr<CudaKernel> k(new CudaKernel(*d, std::move(metadata)));
-  k->sm_count_ = std::max(1, dev->sm_count);
   const DriverApi& api = (*d)->api();
   // The cubin must outlive nothing: the driver copies it.
   std::string image(cubin);
@@ -65,6 +64,25 @@ absl::StatusOr<std::unique_ptr<CudaKernel>> CudaKernel::Load(
       return s;
     }
   }
+  // A persistent kernel launches as many blocks as can be resident at once
+  // (the occupancy calculator: registers, shared memory, threads).
+  int per_sm = 1;
+  if (k->metadata_.persistent) {
+    int64_t threads = 1;
+    for (const auto& b : k->metadata_.block) {
+      threads *= b.AsConstant().value_or(1);
+    }
+    if (absl::Status s =
+            (*d)->Check(api.cuOccupancyMaxActiveBlocksPerMultiprocessor(
+                            &per_sm, k->function_, static_cast<int>(threads),
+                            static_cast<size_t>(k->metadata_.shared_bytes)),
+                        "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+        !s.ok()) {
+      return s;
+    }
+  }
+  k->resident_blocks_ =
+      int64_t{std::max(1, dev->sm_count)} * std::max(1, per_sm);
   return k;
 }
 
@@ -90,14 +108,14 @@ absl::Status CudaKernel::Launch(absl::Span<const ArgValue> args,
     return absl::OkStatus();
   };
   auto enqueue = [&](const GpuBinding& bound, void** params) {
-    // A persistent kernel walks the grid itself: one block per SM (the
-    // launch reads only the grid and the block).
+    // A persistent kernel walks the grid itself: as many blocks as are
+    // resident at once (the launch reads only the grid and the block).
     GpuBinding persistent;
     if (metadata_.persistent) {
       const uint64_t blocks =
           uint64_t{bound.grid[0]} * bound.grid[1] * bound.grid[2];
       persistent.grid = {static_cast<unsigned>(std::min<uint64_t>(
-                             blocks, static_cast<uint64_t>(sm_count_))),
+                             blocks, static_cast<uint64_t>(resident_blocks_))),
                          1, 1};
       persistent.block = bound.block;
     }

@@ -79,7 +79,9 @@ class CudaKernel {
   GpuLauncher launcher_;
   CUmodule module_ = nullptr;
   CUfunction function_ = nullptr;
-  int sm_count_ = 1;  // of the device it was loaded on
+  // Blocks of this kernel resident at once on the device it was loaded on
+  // (SMs times blocks per SM): a persistent kernel's grid.
+  int64_t resident_blocks_ = 1;
   // The last tensor maps and the tensors they describe.
   mutable absl::Mutex maps_mu_;
   mutable std::vector<ArgValue> maps_for_ ABSL_GUARDED_BY(maps_mu_);

@@ -668,9 +668,9 @@ absl::StatusOr<KernelSource> Emitter::Run() {
       b.strides[d] = sv;
     }
   }
-  // A persistent kernel (the runtime launches min(blocks, SMs) in x) walks
-  // the program's grid, so that a block's epilogue overlaps the producer's
-  // loads for its next tile. The block variables are set per tile.
+  // A persistent kernel (the runtime launches min(blocks, resident blocks)
+  // in x) walks the program's grid, so that a block's epilogue overlaps the
+  // producer's loads for its next tile. The block variables are set per tile.
   if (Persistent()) {
     for (size_t d = 0; d < 3; ++d) {
       std::string g = "1LL";
@@ -694,6 +694,8 @@ absl::StatusOr<KernelSource> Emitter::Run() {
   const std::string producer_marker = "// @@kiln-producer@@\n";
   if (ws_loop_) out_ += producer_marker;
   KILN_GPU_RETURN_IF_ERROR(EmitBlock(k_.body, false));
+  // A persistent block's next tile reuses its shared buffers.
+  if (Persistent()) Flush();
   std::string body = std::move(out_);
   if (ws_loop_) {
     auto producer = ProducerCode();

@@ -35,7 +35,8 @@ struct KernelSource {
   int64_t shared_bytes = 0;    // dynamic shared memory per block
   int64_t static_shared_bytes = 0;         // __shared__ variables (mbarriers)
   std::vector<TensorMapSpec> tensor_maps;  // kernel parameters, in order
-  bool persistent = false;  // walks the grid: launch one block per SM
+  // Walks the grid: launch as many blocks as are resident at once.
+  bool persistent = false;
 };
 
 // Kernel ABI (compiler/docs/kernel-handle.md, "CUDA target ABI", the same

@@ -197,9 +197,13 @@ class Emitter {
   void Flush() {
     if (!pend_r_.empty() || !pend_w_.empty()) Barrier();
   }
-  // The shared buffers a statement reads and writes (whole subtree).
+  // The shared buffers a statement reads and writes (whole subtree); by
+  // default a buffer is shared when Shared() says so (after its alloc was
+  // emitted), else when `shared` does.
+  using SharedPred = std::function<bool(const std::string&)>;
   void Accesses(const Stmt& s, std::set<std::string>* r,
-                std::set<std::string>* w) const;
+                std::set<std::string>* w,
+                const SharedPred* shared = nullptr) const;
 
   // ---- names and values
   absl::StatusOr<CExpr> VarValue(const std::string& name) {
@@ -332,10 +336,16 @@ class Emitter {
   bool defer_wgmma_wait_ = false;
   // Warp specialisation: the loop, its stage count and TMA copies, the
   // bounds' C++ code, and the tensor maps the kernel takes.
-  // A warp-specialised kernel is persistent: one block per multiprocessor
-  // walks the program's grid.
-  bool Persistent() const { return ws_loop_ != nullptr; }
+  // A warp-specialised GEMM kernel is persistent: as many blocks as are
+  // resident at once walk the program's grid. Fused loops are not: their
+  // blocks' work varies (causal attention), and the hardware's block
+  // scheduler balances it where a static walk of the tiles does not.
+  bool Persistent() const { return ws_loop_ != nullptr && !ws_fused_; }
   const ForStmt* ws_loop_ = nullptr;
+  // The loop's body does more than accumulate wgmma gemms (attention): its
+  // gemms are waited for at once and each stage freed when the iteration
+  // ends.
+  bool ws_fused_ = false;
   int64_t ws_stages_ = 0;
   LoopRange ws_range_;
   std::vector<TmaCopy> ws_copies_;

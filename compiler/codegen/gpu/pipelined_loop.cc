@@ -16,19 +16,23 @@ void CollectUses(const Block& b, std::set<std::string>* used,
                  std::set<std::string>* declared);
 
 void Emitter::Accesses(const Stmt& s, std::set<std::string>* r,
-                       std::set<std::string>* w) const {
+                       std::set<std::string>* w,
+                       const SharedPred* shared) const {
+  auto in_smem = [&](const std::string& n) {
+    return shared ? (*shared)(n) : Shared(n);
+  };
   auto rd = [&](const std::string& n) {
-    if (Shared(n)) r->insert(n);
+    if (in_smem(n)) r->insert(n);
   };
   auto wr = [&](const std::string& n) {
-    if (Shared(n)) w->insert(n);
+    if (in_smem(n)) w->insert(n);
   };
   std::function<void(const Expr&)> ex = [&](const Expr& e) {
     if (e.kind == ExprKind::kLoad) rd(e.name);
     for (const Expr& a : e.args) ex(a);
   };
   std::function<void(const Block&)> body = [&](const Block& b) {
-    for (const Stmt& x : b) Accesses(x, r, w);
+    for (const Stmt& x : b) Accesses(x, r, w, shared);
   };
   std::visit(
       [&](const auto& n) {
@@ -273,21 +277,31 @@ absl::Status Emitter::EmitPipelined(const ForStmt& f, const Loc& loc) {
     return absl::OkStatus();
   };
   // Hopper: the warp-specialised TMA ring (tma_loop.cc), when every copy
-  // of the body is in the ring; the cp.async ring below stays as its
-  // fallback.
+  // from global memory in the body is in the ring; the cp.async ring below
+  // stays as its fallback.
   int body_copies = 0;
   for (const Stmt& s : f.body) {
-    body_copies += std::holds_alternative<CopyStmt>(s.node) ? 1 : 0;
+    auto* c = std::get_if<CopyStmt>(&s.node);
+    const Buf* src = c ? FindBuf(c->src.name) : nullptr;
+    body_copies += src && src->tensor ? 1 : 0;
   }
   const bool ws =
       &f == ws_loop_ && static_cast<int>(ring.size()) == body_copies;
+  // Both branches start from the same pending barrier state; what they
+  // leave pending is merged after them.
+  std::set<std::string> ws_r, ws_w;
   if (ws) {
     // The TMA ring when the runtime built the tensor maps; else the
     // cp.async ring below.
+    const std::set<std::string> r0 = pend_r_, w0 = pend_w_;
     Open("if (kiln_tma)");
     KILN_GPU_RETURN_IF_ERROR(EmitWsConsumer(f, *range, ring, S));
     Close();
     Open("else");
+    ws_r.swap(pend_r_);
+    ws_w.swap(pend_w_);
+    pend_r_ = r0;
+    pend_w_ = w0;
   }
   Line("const long long kiln_lo = " + range->start +
        ", kiln_hi = " + range->stop + ";");
@@ -329,6 +343,7 @@ absl::Status Emitter::EmitPipelined(const ForStmt& f, const Loc& loc) {
   Line("kiln::cp_async_wait<0>();");
   Barrier();
   if (ws) Close();
+  Touch(ws_r, ws_w);
   Close();
   return absl::OkStatus();
 }

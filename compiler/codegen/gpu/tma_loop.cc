@@ -1,6 +1,12 @@
-// Warp-specialised TMA rings (CUDA sm_90a): a `pipelined` GEMM main loop
-// whose copies are whole global tiles into wgmma operand tiles and whose
-// other statements are wgmma gemms becomes a producer/consumer pipeline.
+// Warp-specialised TMA rings (CUDA sm_90a): a top-level `pipelined` loop
+// whose copies from global memory are whole tiles into wgmma operand tiles
+// and whose gemms are wgmma becomes a producer/consumer pipeline. Either
+// the body only accumulates gemms (a GEMM main loop: each stage's wgmma
+// stay in flight while the next stage is waited for), or it is `fused`:
+// other statements read the gemms' results (attention's softmax), so each
+// gemm is waited for at once; those statements may not write shared
+// memory (the consumers pass no barrier per iteration). A GEMM kernel is
+// also persistent (one walk of the tiles per resident block).
 //
 // The block gets one more warpgroup, the producer, after the program's
 // threads (the consumers, which run everything else as written, with a
@@ -64,7 +70,18 @@ void Emitter::PlanWarpSpecialised() {
   };
   count(k_.body);
 
-  auto eligible = [&](const ForStmt& f) {
+  // Where a buffer lives, as planned (the allocs are not emitted yet):
+  // shared memory unless it is a tensor, a local or a register fragment.
+  const SharedPred in_smem = [&](const std::string& n) {
+    auto t = plan_.tiles.find(n);
+    return t != plan_.tiles.end() && t->second.scope != Scope::kLocal &&
+           !plan_.registers.count(n) && !plan_.rows.count(n) &&
+           !plan_.packed.count(n);
+  };
+
+  // `fused` is set when the body does more than accumulate wgmma gemms
+  // (attention: softmax between its two gemms).
+  auto eligible = [&](const ForStmt& f, bool* fused) {
     auto stages = f.stages ? FoldInt(*f.stages) : std::nullopt;
     if (!stages || *stages < 2 || *stages > 8) return false;
     std::set<std::string> names = allowed;
@@ -72,13 +89,19 @@ void Emitter::PlanWarpSpecialised() {
     if ((f.start && !Uses(*f.start, allowed)) || !Uses(f.stop, allowed)) {
       return false;
     }
-    int copies = 0, gemms = 0;
+    int copies = 0, gemms = 0, others = 0;
+    std::set<std::string> read;  // shared tiles read so far in the body
     for (const Stmt& s : f.body) {
-      if (auto* c = std::get_if<CopyStmt>(&s.node)) {
+      std::set<std::string> r, w;
+      Accesses(s, &r, &w, &in_smem);
+      auto* c = std::get_if<CopyStmt>(&s.node);
+      if (c && tensors.count(c->src.name)) {
         auto t = plan_.tiles.find(c->dst.name);
         auto p = tensors.find(c->src.name);
-        if (gemms > 0 || !plan_.wgmma_tiles.count(c->dst.name) ||
-            t == plan_.tiles.end() || p == tensors.end() || !Whole(c->dst) ||
+        // (The stage's loads land before the body runs: a tile read
+        // earlier in the body than its copy would see the new data.)
+        if (read.count(c->dst.name) || !plan_.wgmma_tiles.count(c->dst.name) ||
+            t == plan_.tiles.end() || !Whole(c->dst) ||
             written[c->dst.name] != 1 || p->second->dtype != t->second.dtype ||
             !c->src.has_slices || p->second->shape.size() > 5) {
           return false;
@@ -90,34 +113,51 @@ void Emitter::PlanWarpSpecialised() {
           if (!st || *st != 1) return false;
         }
         // The tile's columns run along the tensor's innermost dim, its rows
-        // along one other ranged dim; every other dim is a single index.
+        // along one other ranged (or whole) dim; every other dim is a
+        // single index.
         const std::vector<Slice>& sl = c->src.slices;
-        std::vector<int> ranged;
+        if (sl.size() != param.shape.size()) return false;
+        std::vector<std::optional<int64_t>> extent;
         for (size_t d = 0; d < sl.size(); ++d) {
-          if (sl[d].kind == Slice::Kind::kFull) return false;
+          if (sl[d].kind == Slice::Kind::kFull) {
+            extent.push_back(FoldInt(param.shape[d]));
+            continue;
+          }
           if (!Uses(sl[d].start, names)) return false;
-          if (sl[d].kind == Slice::Kind::kRange) ranged.push_back(d);
-        }
-        if (ranged.size() != 2 ||
-            ranged[1] != static_cast<int>(sl.size()) - 1) {
-          return false;
+          if (sl[d].kind == Slice::Kind::kRange) {
+            extent.push_back(FoldInt(sl[d].extent));
+          }
         }
         const std::vector<int64_t>& dims = t->second.dims;
-        if (dims.size() != 2 || FoldInt(sl[ranged[0]].extent) != dims[0] ||
-            FoldInt(sl[ranged[1]].extent) != dims[1] || dims[0] > 256) {
+        if (extent.size() != 2 || sl.back().kind == Slice::Kind::kIndex ||
+            dims.size() != 2 || extent[0] != dims[0] || extent[1] != dims[1] ||
+            dims[0] > 256) {
           return false;
         }
         ++copies;
         continue;
       }
-      auto* g = std::get_if<GemmStmt>(&s.node);
-      auto r = g ? plan_.registers.find(g->c.name) : plan_.registers.end();
-      if (!g || r == plan_.registers.end() || !r->second.warpgroup ||
-          g->clear_accum) {
-        return false;
+      read.insert(r.begin(), r.end());
+      if (auto* g = std::get_if<GemmStmt>(&s.node)) {
+        auto rf = plan_.registers.find(g->c.name);
+        if (rf == plan_.registers.end() || !rf->second.warpgroup) return false;
+        ++gemms;
+        if (g->clear_accum) ++others;
+        continue;
       }
-      ++gemms;
+      // Anything else keeps to registers: the consumers pass no barrier
+      // per iteration, so nothing in the loop may write shared memory
+      // (row reductions across warps go through shared scratch).
+      if (!w.empty()) return false;
+      if (auto* red = std::get_if<ReduceStmt>(&s.node)) {
+        auto rf = plan_.registers.find(red->src.name);
+        if (rf != plan_.registers.end() && rf->second.warps_n > 1) {
+          return false;
+        }
+      }
+      ++others;
     }
+    *fused = others > 0;
     return copies > 0 && gemms > 0;
   };
 
@@ -129,7 +169,7 @@ void Emitter::PlanWarpSpecialised() {
     }
     auto* f = std::get_if<ForStmt>(&s.node);
     if (!f || f->loop != LoopKind::kPipelined) continue;
-    if (eligible(*f)) {
+    if (eligible(*f, &ws_fused_)) {
       ws_loop_ = f;
       ws_rasterize_ = rasters;
       return;
@@ -175,12 +215,17 @@ absl::Status Emitter::EmitWsConsumer(const ForStmt& f, const LoopRange& range,
     spec.swizzle = static_cast<int>(span);
     t.rank = static_cast<int>(sl.size());
     for (size_t i = sl.size(); i-- > 0;) {
-      auto start = Index(sl[i].start);
-      if (!start.ok()) return start.status();
-      t.coord.push_back("(int)(" + *start + ")");
+      // (A whole dim starts at 0.)
+      std::string start = "0";
+      if (sl[i].kind != Slice::Kind::kFull) {
+        auto e = Index(sl[i].start);
+        if (!e.ok()) return e.status();
+        start = *e;
+      }
+      t.coord.push_back("(int)(" + start + ")");
       const bool inner = i + 1 == sl.size();
       spec.box.push_back(inner                               ? t.panel_elems
-                         : sl[i].kind == Slice::Kind::kRange ? b.dims[0]
+                         : sl[i].kind != Slice::Kind::kIndex ? b.dims[0]
                                                              : 1);
     }
     auto it = std::find(tensor_maps_.begin(), tensor_maps_.end(), spec);
@@ -189,43 +234,61 @@ absl::Status Emitter::EmitWsConsumer(const ForStmt& f, const LoopRange& range,
     ws_copies_.push_back(std::move(t));
   }
 
+  // Lane 0 of each consumer warp frees a stage once its wgmma completed.
+  auto release = [&](const std::string& when, const std::string& slot) {
+    Line(StrCat("if (", when, "threadIdx.x % 32 == 0) kiln::mbar_arrive(",
+                "&kiln_empty[", slot, "]);"));
+  };
+  auto loop_head = [&]() {
+    Line("const long long kiln_lo = " + range.start +
+         ", kiln_hi = " + range.stop + ";");
+    Open(StrCat("for (long long ", v, " = kiln_lo; ", v, " < kiln_hi; ++", v,
+                ")"));
+    // kiln_it counts ring iterations over all the block's tiles: the
+    // stage and the phase parity follow from it.
+    Line(StrCat("const int kiln_slot = kiln_it % ", S, ";"));
+    Line(StrCat("kiln::mbar_wait(&kiln_full[kiln_slot], (kiln_it / ", S,
+                ") & 1);"));
+    for (const CopyStmt* c : ring) {
+      Line(bufs_.at(c->dst.name).code + " = " + RingSlot(*c, "kiln_slot") +
+           ";");
+    }
+  };
+  auto body = [&]() -> absl::Status {
+    for (const Stmt& s : f.body) {
+      auto* c = std::get_if<CopyStmt>(&s.node);
+      if (c && std::find(ring.begin(), ring.end(), c) != ring.end()) continue;
+      KILN_GPU_RETURN_IF_ERROR(EmitStmt(s, false));
+    }
+    return absl::OkStatus();
+  };
+  if (ws_fused_) {
+    // The body reads the gemms' results (softmax): each gemm waits for its
+    // group at once, and the stage is free at the end of the iteration.
+    Line("// consumers: wait for the stage's TMA loads, run the body, free");
+    Line("// the stage");
+    loop_head();
+    KILN_GPU_RETURN_IF_ERROR(body());
+    release("", "kiln_slot");
+    Line("++kiln_it;");
+    Close();
+    return absl::OkStatus();
+  }
   Line("// consumers: wait for the stage's TMA loads, issue its wgmma, free");
   Line("// the previous stage once its wgmma have completed");
   for (const std::string& a : accs) {
     Line("kiln::wgmma_fence_operands(" + a + ");");
   }
-  Line("const long long kiln_lo = " + range.start +
-       ", kiln_hi = " + range.stop + ";");
-  Open(StrCat("for (long long ", v, " = kiln_lo; ", v, " < kiln_hi; ++", v,
-              ")"));
-  // kiln_it counts ring iterations over all the block's tiles: the
-  // stage and the phase parity follow from it.
-  Line(StrCat("const int kiln_slot = kiln_it % ", S, ";"));
-  Line(StrCat("kiln::mbar_wait(&kiln_full[kiln_slot], (kiln_it / ", S,
-              ") & 1);"));
-  for (const CopyStmt* c : ring) {
-    Line(bufs_.at(c->dst.name).code + " = " + RingSlot(*c, "kiln_slot") + ";");
-  }
+  loop_head();
   defer_wgmma_wait_ = true;
-  for (const Stmt& s : f.body) {
-    if (std::holds_alternative<CopyStmt>(s.node)) continue;
-    absl::Status st = EmitStmt(s, false);
-    if (!st.ok()) {
-      defer_wgmma_wait_ = false;
-      return st;
-    }
-  }
+  absl::Status st = body();
   defer_wgmma_wait_ = false;
-  // Lane 0 of each consumer warp frees the stage of the iteration before
-  // kiln_it (its wgmma have completed).
-  auto release_previous = [&](const std::string& when) {
-    Line(StrCat("if (", when,
-                " && threadIdx.x % 32 == 0) kiln::mbar_arrive(&kiln_empty[("
-                "kiln_it + ",
-                S - 1, ") % ", S, "]);"));
-  };
+  KILN_GPU_RETURN_IF_ERROR(st);
+  // Free the stage of the iteration before kiln_it (its wgmma have
+  // completed).
+  const std::string previous = StrCat("(kiln_it + ", S - 1, ") % ", S);
   Line(StrCat("kiln::wgmma_wait<", groups, ">();"));
-  release_previous(v + " > kiln_lo");
+  release(v + " > kiln_lo && ", previous);
   Line("++kiln_it;");
   Close();
   Line("kiln::wgmma_wait<0>();");
@@ -234,7 +297,7 @@ absl::Status Emitter::EmitWsConsumer(const ForStmt& f, const LoopRange& range,
   }
   // The last stage's wgmma have completed too: free it for the producer's
   // next tile.
-  release_previous("kiln_hi > kiln_lo");
+  release("kiln_hi > kiln_lo && ", previous);
   // The gemms read ring slots only: nothing is owed a block barrier.
   pend_r_.clear();
   pend_w_.clear();
@@ -242,6 +305,7 @@ absl::Status Emitter::EmitWsConsumer(const ForStmt& f, const LoopRange& range,
 }
 
 std::string Emitter::TileLoopHead() const {
+  if (!Persistent()) return "{";
   std::string head =
       "for (long long kiln_t = blockIdx.x; kiln_t < kiln_grid0 * kiln_grid1 "
       "* kiln_grid2; kiln_t += gridDim.x) {";
