@@ -213,15 +213,17 @@ def bench_attention(rows):
 
 
 def profile():
-    """One launch of each main kernel, for Nsight Compute (ncu)."""
-    a = torch.randn(8192, 8192, device="cuda", dtype=torch.float16)
-    b = torch.randn(8192, 8192, device="cuda", dtype=torch.float16)
-    c = torch.empty(8192, 8192, device="cuda", dtype=torch.float16)
-    Kernel("gemm_f16_bk64").launcher(a, b, c)()
+    """One launch of each main kernel, for Nsight Compute (ncu): the bf16
+    GEMM at 4096^3 and attention at head dim 128, 4k tokens."""
+    a = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+    c = torch.empty(4096, 4096, device="cuda", dtype=torch.bfloat16)
+    Kernel("gemm_bf16_wg128x256s4").launcher(a, b, c)()
+    torch.matmul(a, b)
     q, k, v = (torch.randn(4, 4096, 16, 128, device="cuda", dtype=torch.bfloat16)
                for _ in range(3))
     o = torch.empty_like(q)
-    Kernel("fa_d128_bm64").launcher(q, k, v, o, 128 ** -0.5)()
+    Kernel("fa_d128_t256bn128").launcher(q, k, v, o, 128 ** -0.5)()
     torch.cuda.synchronize()
 
 

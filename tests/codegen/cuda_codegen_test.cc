@@ -198,6 +198,51 @@ TEST(CudaCodegenTest, AttentionKeepsRowStatisticsAndPInRegisters) {
             "ELF");
 }
 
+// Masks in element loops compare the element index in 32 bits against a
+// bound computed once per statement (clamped to the index's range), not
+// in 64-bit index arithmetic per element; comparisons that are not linear
+// in the element indices are left as written.
+TEST(CudaCodegenTest, ElementMasksCompareIn32BitsAgainstAHoistedBound) {
+  if (!HaveNvrtc()) GTEST_SKIP() << "NVRTC is not installed on this host";
+  const std::string source = ReadFile(std::filesystem::path(KILN_CORPUS_DIR) /
+                                      "flash_attention_fwd.tile");
+  CompileOptions o;
+  o.target = "sm_90a";
+  o.bindings = {{"BM", 64}, {"BN", 64}, {"STAGES", 2}};
+  o.kernel = "flash_attention_fwd";
+  absl::StatusOr<CompiledKernel> full = Compile(source, o);
+  ASSERT_TRUE(full.ok()) << full.status();
+  // k * BN + j < S: j in [0, 64), the bound S - k * BN clamped to [-1, 64].
+  EXPECT_THAT(full->device_source,
+              HasSubstr("(int)kiln::min_(kiln::max_(0LL + (-1LL) * ((long "
+                        "long)(k * (64LL))) + (1LL) * S, -1LL), 64LL);"));
+  EXPECT_THAT(full->device_source, HasSubstr("((((int)(j)) < kiln_cmp"));
+  o.kernel = "flash_attention_fwd_causal";
+  absl::StatusOr<CompiledKernel> causal = Compile(source, o);
+  ASSERT_TRUE(causal.ok()) << causal.status();
+  // bx * BM + i >= k * BN + j: i - j in [-63, 63].
+  EXPECT_THAT(causal->device_source,
+              HasSubstr("((((int)(((int)(i)) - ((int)(j)))) >= kiln_cmp"));
+  EXPECT_THAT(causal->device_source, HasSubstr(", -64LL), 64LL);"));
+  EXPECT_THAT(causal->build_log, Not(HasSubstr("C75"))) << causal->build_log;
+
+  const std::string quadratic = R"(
+kernel sq(X: f32[N], Y: f32[N])
+  grid(ceildiv(N, 128)) threads(128) (b) {
+  alloc fragment t: f32[128]
+  parallel (i) in (128) {
+    t[i] = select(i * i < N, 1.0, 0.0)
+  }
+  copy t -> Y[b * 128:+128]
+}
+)";
+  CompileOptions q;
+  q.target = "sm_80";
+  absl::StatusOr<CompiledKernel> sq = Compile(quadratic, q);
+  ASSERT_TRUE(sq.ok()) << sq.status();
+  EXPECT_THAT(sq->device_source, Not(HasSubstr("kiln_cmp")));
+}
+
 // sm_90a: the corpus GEMM and attention (unedited) take the Hopper path by
 // themselves (wgmma from 1024-byte-aligned swizzled panels), at the tile
 // configurations the benchmarks and the autotuner use, with no spills and no

@@ -311,6 +311,10 @@ class Emitter {
   absl::Status EmitCumsum(const CumsumStmt& c, const Loc& loc);
   absl::Status EmitAtomicAdd(const AtomicAddStmt& a, const Loc& loc);
   absl::Status EmitParallel(const ParallelStmt& p, const Loc& loc);
+  // The parallel's body with its element-index comparisons in 32 bits
+  // against bounds it emits before the element loop (tile_ops.cc).
+  absl::StatusOr<Block> HoistElementComparisons(
+      const ParallelStmt& p, const std::vector<Expr>& extents);
 
   // Does an op on these buffers touch shared memory (so needs a barrier)?
   bool Shared(const std::string& n) const {
@@ -368,6 +372,8 @@ class Emitter {
 // Names used by a block (loads, regions, stores) and declared in it.
 void CollectUses(const Block& b, std::set<std::string>* used,
                  std::set<std::string>* declared);
+// Names an expression uses (variables and loaded buffers).
+void ExprUses(const Expr& e, std::set<std::string>* used);
 
 }  // namespace kiln::compiler::gpu::internal
 

@@ -12,9 +12,6 @@
 
 namespace kiln::compiler::gpu::internal {
 
-void CollectUses(const Block& b, std::set<std::string>* used,
-                 std::set<std::string>* declared);
-
 void Emitter::Accesses(const Stmt& s, std::set<std::string>* r,
                        std::set<std::string>* w,
                        const SharedPred* shared) const {
@@ -85,8 +82,6 @@ void Emitter::Accesses(const Stmt& s, std::set<std::string>* r,
 }
 
 // Names a statement or expression declares or uses.
-void CollectUses(const Block& b, std::set<std::string>* used,
-                 std::set<std::string>* declared);
 void ExprUses(const Expr& e, std::set<std::string>* used) {
   if (e.kind == ExprKind::kVar || e.kind == ExprKind::kLoad) {
     used->insert(e.name);

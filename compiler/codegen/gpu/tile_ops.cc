@@ -227,6 +227,162 @@ absl::Status Emitter::EmitAtomicAdd(const AtomicAddStmt& a, const Loc& loc) {
   return st;
 }
 
+namespace {
+
+// An integer expression split as sum(coef[v] * v) + sum(scale * term) over
+// a parallel's element variables v, the terms free of them.
+struct ElementSplit {
+  std::map<std::string, int64_t> coef;
+  std::vector<std::pair<int64_t, Expr>> rest;
+};
+
+bool UsesAnyOf(const Expr& e, const std::set<std::string>& names) {
+  if ((e.kind == ExprKind::kVar || e.kind == ExprKind::kLoad) &&
+      names.count(e.name)) {
+    return true;
+  }
+  for (const Expr& a : e.args) {
+    if (UsesAnyOf(a, names)) return true;
+  }
+  return false;
+}
+
+// Splits `scale * e`; false when the element variables do not appear
+// linearly (sums, differences, negation, products with an integer literal).
+bool SplitElements(const Expr& e, int64_t scale,
+                   const std::set<std::string>& elem, ElementSplit* out) {
+  if (scale > (1 << 20) || scale < -(1 << 20)) return false;
+  if (!UsesAnyOf(e, elem)) {
+    out->rest.push_back({scale, e});
+    return true;
+  }
+  if (e.kind == ExprKind::kVar) {
+    out->coef[e.name] += scale;
+    return true;
+  }
+  if (e.kind == ExprKind::kUnary && e.unary_op == UnaryOp::kNeg) {
+    return SplitElements(e.args[0], -scale, elem, out);
+  }
+  if (e.kind != ExprKind::kBinary) return false;
+  const Expr& a = e.args[0];
+  const Expr& b = e.args[1];
+  switch (e.binary_op) {
+    case BinaryOp::kAdd:
+      return SplitElements(a, scale, elem, out) &&
+             SplitElements(b, scale, elem, out);
+    case BinaryOp::kSub:
+      return SplitElements(a, scale, elem, out) &&
+             SplitElements(b, -scale, elem, out);
+    case BinaryOp::kMul:
+      if (a.kind == ExprKind::kInt) {
+        return SplitElements(b, scale * a.int_value, elem, out);
+      }
+      if (b.kind == ExprKind::kInt) {
+        return SplitElements(a, scale * b.int_value, elem, out);
+      }
+      return false;
+    default:
+      return false;
+  }
+}
+
+bool IsComparison(BinaryOp op) {
+  return op == BinaryOp::kLt || op == BinaryOp::kLe || op == BinaryOp::kGt ||
+         op == BinaryOp::kGe || op == BinaryOp::kEq || op == BinaryOp::kNe;
+}
+
+}  // namespace
+
+// Comparisons `A OP B` in a parallel body whose integer operands are the
+// element variables (linearly) plus terms free of them become
+// `(int)L OP bound`: L the element part, whose range the extents bound,
+// and `bound` the rest, computed once before the element loop and clamped
+// to L's range widened by one (which keeps every comparison's outcome).
+// A mask like `k * BN + j < S` then costs one 32-bit compare per element
+// instead of 64-bit index arithmetic.
+absl::StatusOr<Block> Emitter::HoistElementComparisons(
+    const ParallelStmt& p, const std::vector<Expr>& extents) {
+  std::set<std::string> elem(p.vars.begin(), p.vars.end());
+  std::map<std::string, int64_t> ext;
+  for (size_t d = 0; d < p.vars.size() && d < extents.size(); ++d) {
+    auto n = FoldInt(extents[d]);
+    if (!n || *n < 1 || *n > (1 << 20)) return p.body;
+    ext[p.vars[d]] = *n;
+  }
+  std::set<std::string> inner, unused;  // names the body declares
+  CollectUses(p.body, &unused, &inner);
+  // A term free of the element variables, hoistable before the loop: an
+  // integer of 64 bits over names bound outside the body.
+  auto hoistable = [&](const Expr& t) {
+    std::set<std::string> used;
+    ExprUses(t, &used);
+    for (const std::string& n : used) {
+      if (inner.count(n) || !vars_.count(n)) return false;
+    }
+    auto v = Value(t);
+    return v.ok() && v->type == Type::Int();
+  };
+  std::function<Expr(const Expr&)> rewrite = [&](const Expr& e) -> Expr {
+    Expr out = e;
+    for (Expr& a : out.args) a = rewrite(a);
+    if (e.kind != ExprKind::kBinary || !IsComparison(e.binary_op)) return out;
+    ElementSplit split;
+    if (!SplitElements(e.args[0], 1, elem, &split) ||
+        !SplitElements(e.args[1], -1, elem, &split)) {
+      return out;
+    }
+    int64_t lo = 0, hi = 0;
+    std::optional<Expr> l;
+    for (const auto& [v, c] : split.coef) {
+      if (c == 0) continue;
+      const int64_t last = c * (ext.at(v) - 1);
+      lo += std::min<int64_t>(0, last);
+      hi += std::max<int64_t>(0, last);
+      // (In 32 bits throughout.)
+      const Expr var = Expr::Cast(DType::kI32, Expr::Var(v));
+      if (l && (c == 1 || c == -1)) {
+        l = Expr::Binary(c == 1 ? BinaryOp::kAdd : BinaryOp::kSub, *l, var);
+        continue;
+      }
+      Expr term =
+          c == 1 ? var
+                 : Expr::Binary(BinaryOp::kMul,
+                                Expr::Cast(DType::kI32, Expr::Int(c)), var);
+      l = l ? Expr::Binary(BinaryOp::kAdd, *l, term) : term;
+    }
+    if (!l || lo < -(1 << 30) || hi > (1 << 30)) return out;
+    // A OP B  <=>  A - B OP 0  <=>  L OP -(rest).
+    std::string bound;
+    for (const auto& [scale, t] : split.rest) {
+      if (!hoistable(t)) return out;
+      auto code = Index(t);
+      if (!code.ok()) return out;
+      StrAppend(&bound, " + (", -scale, "LL) * ", *code);
+    }
+    const std::string name = StrCat("kiln_cmp", uid_++);
+    Line(StrCat("const int ", name, " = (int)kiln::min_(kiln::max_(0LL", bound,
+                ", ", lo - 1, "LL), ", hi + 1, "LL);"));
+    vars_[name] = {name, Type::Of(DType::kI32)};
+    return Expr::Binary(e.binary_op, *l, Expr::Var(name), e.loc);
+  };
+  std::function<Block(const Block&)> block = [&](const Block& b) {
+    Block out = b;
+    for (Stmt& s : out) {
+      if (auto* x = std::get_if<LetStmt>(&s.node)) {
+        x->value = rewrite(x->value);
+      } else if (auto* x = std::get_if<StoreStmt>(&s.node)) {
+        x->value = rewrite(x->value);
+      } else if (auto* x = std::get_if<IfStmt>(&s.node)) {
+        x->cond = rewrite(x->cond);
+        x->then_body = block(x->then_body);
+        x->else_body = block(x->else_body);
+      }
+    }
+    return out;
+  };
+  return block(p.body);
+}
+
 absl::Status Emitter::EmitParallel(const ParallelStmt& p, const Loc& loc) {
   // A parallel over a register fragment's index space runs over the
   // fragment's own elements (fragment_plan.h guarantees one layout).
@@ -270,6 +426,8 @@ absl::Status Emitter::EmitParallel(const ParallelStmt& p, const Loc& loc) {
   std::vector<Expr> ext;
   for (const Expr& e : p.extents) ext.push_back(FoldConstants(e));
   Open("");
+  auto body = HoistElementComparisons(p, ext);
+  if (!body.ok()) return body.status();
   absl::Status st = ForElements(
       ext, reg_buf ? reg_buf->reg : nullptr, reg_buf ? reg_buf->layout : "",
       [&](const std::vector<Expr>& ivs) -> absl::Status {
@@ -286,7 +444,7 @@ absl::Status Emitter::EmitParallel(const ParallelStmt& p, const Loc& loc) {
         } else if (row_buf) {
           row_var_ = p.vars[0];
         }
-        return ElementBody(p.body);
+        return ElementBody(*body);
       },
       reg_buf ? nullptr : row_buf);
   Close();

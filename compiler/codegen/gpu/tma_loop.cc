@@ -28,8 +28,6 @@
 
 namespace kiln::compiler::gpu::internal {
 
-void ExprUses(const Expr& e, std::set<std::string>* used);
-
 namespace {
 
 // Registers per thread after setmaxnreg (multiples of 8): the producer

@@ -179,14 +179,17 @@ __device__ __forceinline__ void wgmma_tile(
 }
 
 // acc += op(A) @ op(B) over the block tile with wgmma, issued and committed
-// as one group (the caller waits). Warpgroups beyond WGS_M do nothing.
+// as one group (the caller waits); the block's WGS_M warpgroups each own
+// 64-row slices.
 template <typename INSTR, int M, int N, int K, int KSTEP, int WGS_M,
           bool TRANS_A, bool TRANS_B, typename LA, typename LB>
 __device__ __forceinline__ void gemm_wg(
     float (&acc)[(WgAccLayout<M, N, WGS_M>::kRegs)], const void* As,
     const void* Bs) {
+  // (Every consumer warpgroup owns rows: WGS_M is the program's
+  // threads / 128, so no thread branches here; a branch would put the
+  // accumulator's setup on a divergent path and serialise the wgmma.)
   const int wg = threadIdx.x / 128;
-  if (wg >= WGS_M) return;
   wgmma_fence_operands(acc);
   wgmma_fence();
   wgmma_tile<INSTR, M, N, K, KSTEP, WGS_M, TRANS_A, TRANS_B, true, LA, LB>(
@@ -216,8 +219,10 @@ __device__ __forceinline__ void gemm_wg_rs(
     const void* Bs) {
   typedef WgAccLayout<M, N, WGS_M> L;
   static_assert(K % 16 == 0, "gemm_wg_rs needs K in whole 16-element steps");
+  // (Every consumer warpgroup owns rows: WGS_M is the program's
+  // threads / 128, so no thread branches here; a branch would put the
+  // accumulator's setup on a divergent path and serialise the wgmma.)
   const int wg = threadIdx.x / 128;
-  if (wg >= WGS_M) return;
   wgmma_fence_operands(acc);
   wgmma_fence();
 #pragma unroll
@@ -244,8 +249,10 @@ __device__ __forceinline__ void gemm_wg_promoted(
     float (&acc)[(WgAccLayout<M, N, WGS_M>::kRegs)], const void* As,
     const void* Bs) {
   typedef WgAccLayout<M, N, WGS_M> L;
+  // (Every consumer warpgroup owns rows: WGS_M is the program's
+  // threads / 128, so no thread branches here; a branch would put the
+  // accumulator's setup on a divergent path and serialise the wgmma.)
   const int wg = threadIdx.x / 128;
-  if (wg >= WGS_M) return;
   float part[L::kRegs];
 #pragma unroll
   for (int i = 0; i < L::kRegs; ++i) part[i] = 0.0f;
