@@ -169,7 +169,11 @@ def bench_fp8(rows):
 
 def bench_attention(rows):
     total = 16384
+    # KILN_BENCH_HEAD_DIMS="64,128" limits the run to those head dims.
+    only = os.environ.get("KILN_BENCH_HEAD_DIMS")
     for d, heads in ((64, 32), (128, 16), (256, 8)):
+        if only and str(d) not in only.split(","):
+            continue
         for causal in (False, True):
             ks = kernels(f"fa{'_causal' if causal else ''}_d{d}")
             for s in (1024, 4096, 16384):
