@@ -388,13 +388,40 @@ TEST(CudaCodegenTest, Sm90aLowersCorpusGemmsToWgmmaWithoutSerialisation) {
       EXPECT_TRUE(md->tensor_maps.empty());
       EXPECT_FALSE(md->persistent);
     }
-    // Attention's consumers wait for each gemm at once (the softmax reads
-    // it) and free the stage when the iteration ends.
+    // Attention with one warpgroup (registers to spare) is
+    // software-pipelined: iteration k issues S = Q K^T, then P V of
+    // iteration k - 1, and waits for S alone (wgmma_wait<1>) before the
+    // softmax; K and V have barriers of their own, K freed once S has
+    // completed, V once P V has. Two warpgroups of 128x128 fragments keep
+    // the plain order: each gemm waited for at once, one barrier per stage
+    // freed when the iteration ends.
     if (attention && c.tma) {
-      EXPECT_THAT(out->device_source,
-                  HasSubstr("kiln::wgmma_wait<0>();\n        if "
-                            "(threadIdx.x % 32 == 0) "
-                            "kiln::mbar_arrive(&kiln_empty[kiln_slot]);"));
+      const bool pipelined = c.block == 256;
+      EXPECT_EQ(
+          out->device_source.find("software-pipelined") != std::string::npos,
+          pipelined);
+      if (pipelined) {
+        EXPECT_THAT(out->device_source,
+                    HasSubstr("unsigned long long kiln_full[4], "
+                              "kiln_empty[4];"));
+        EXPECT_THAT(out->device_source,
+                    HasSubstr("kiln::wgmma_wait<1>();\n          "
+                              "kiln::wgmma_fence_operands(acc_s);\n     "
+                              "     if (threadIdx.x % 32 == 0) "
+                              "kiln::mbar_arrive(&kiln_empty[0 + "
+                              "kiln_slot]);"));
+        EXPECT_THAT(out->device_source,
+                    HasSubstr("kiln::mbar_wait(&kiln_full[2 + (kiln_it + 1) "
+                              "% 2], ((kiln_it - 1) / 2) & 1);"));
+      } else {
+        EXPECT_THAT(out->device_source,
+                    HasSubstr("unsigned long long kiln_full[2], "
+                              "kiln_empty[2];"));
+        EXPECT_THAT(out->device_source,
+                    HasSubstr("kiln::wgmma_wait<0>();\n        if "
+                              "(threadIdx.x % 32 == 0) "
+                              "kiln::mbar_arrive(&kiln_empty[kiln_slot]);"));
+      }
     }
   }
 }

@@ -291,6 +291,33 @@ class Emitter {
   absl::Status EmitWsConsumer(const ForStmt& f, const LoopRange& range,
                               const std::vector<const CopyStmt*>& ring,
                               int64_t stages);
+  // A fused loop body software-pipelined by one gemm (FA3's intra-warpgroup
+  // overlap): statements [0, prefix_end) end with the first wgmma gemm;
+  // [b_begin, end) are the last wgmma gemm and the statements before it
+  // that write only its accumulator. Iteration k runs its prefix, then
+  // [b_begin, end) of iteration k - 1 (that gemm runs under the rest of
+  // iteration k), then [prefix_end, b_begin), waiting for the gemm of
+  // k - 1 before statement wait_at (the first to write what it reads).
+  struct Overlap {
+    std::vector<const Stmt*> stmts;
+    size_t prefix_end = 0, b_begin = 0, wait_at = 0;
+    std::string g0_acc, g1_acc, g1_a;  // C++ names (g1_a: register A)
+  };
+  std::optional<Overlap> PlanOverlap(const std::vector<const Stmt*>& stmts,
+                                     const std::string& loop_var) const;
+  // `reads[i]`: the buffers statement i of o.stmts reads.
+  absl::Status EmitOverlapped(const Overlap& o, const LoopRange& range,
+                              const std::vector<const CopyStmt*>& ring,
+                              const std::vector<std::set<std::string>>& reads,
+                              int64_t stages);
+  void AllAccesses(const Stmt& s, std::set<std::string>* r,
+                   std::set<std::string>* w) const;
+  // A ring's barriers: group g's barrier for a slot (one group, all the
+  // ring's tiles, unless the loop is fused: a group per tile), the wait
+  // for its loads of ring iteration `it`, and the consumers' release.
+  std::string BarIndex(int group, const std::string& slot) const;
+  void WaitFull(int group, const std::string& slot, const std::string& it);
+  void ReleaseEmpty(int group, const std::string& slot);
   // The setup both roles run and the producer warpgroup's branch, as text
   // (emitted by EmitProducer after the consumers).
   absl::StatusOr<std::string> ProducerCode();
@@ -350,6 +377,7 @@ class Emitter {
   // gemms are waited for at once and each stage freed when the iteration
   // ends.
   bool ws_fused_ = false;
+  int ws_groups_ = 1;  // barrier groups of the ring (fused: one per tile)
   int64_t ws_stages_ = 0;
   LoopRange ws_range_;
   std::vector<TmaCopy> ws_copies_;

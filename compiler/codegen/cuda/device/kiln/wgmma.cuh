@@ -147,6 +147,12 @@ __device__ __forceinline__ void wgmma_fence_operands(float (&acc)[N]) {
 #pragma unroll
   for (int i = 0; i < N; ++i) asm volatile("" : "+f"(acc[i])::"memory");
 }
+// The same for register A operands (packed pairs).
+template <int N>
+__device__ __forceinline__ void wgmma_fence_operands(u32 (&a)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+r"(a[i])::"memory");
+}
 
 // Issues the wgmma of acc (+)= op(A) @ op(B) over the block tile, K in
 // steps of KSTEP (32 bytes: 16 for 16-bit types, 32 for fp8); the first
