@@ -426,6 +426,53 @@ TEST(CudaCodegenTest, Sm90aLowersCorpusGemmsToWgmmaWithoutSerialisation) {
   }
 }
 
+// The software-pipelined attention loop runs the rescale and P V of
+// iteration k - 1 inside iteration k; where they use the loop variable or
+// a let of the body, the loop keeps its order (and still compiles, warp-
+// specialised).
+TEST(CudaCodegenTest, PipelinedLoopKeepsOrderWhenTheLatePartUsesTheIteration) {
+  if (!HaveNvrtc()) GTEST_SKIP() << "NVRTC is not installed on this host";
+  const std::string corpus = ReadFile(std::filesystem::path(KILN_CORPUS_DIR) /
+                                      "flash_attention_fwd.tile");
+  const std::string rescale = "acc_o[io, jo] *= scores_scale[io]";
+  auto edited = [&](const std::string& with, const std::string& prelude) {
+    std::string src = corpus;
+    for (size_t at = src.find(rescale); at != std::string::npos;
+         at = src.find(rescale, at + with.size())) {
+      src.replace(at, rescale.size(), with);
+    }
+    const std::string head = "    copy K[bz, k * BN:+BN, by, :] -> Ks\n";
+    for (size_t at = src.find(head);
+         at != std::string::npos && !prelude.empty();
+         at = src.find(head, at + head.size() + prelude.size())) {
+      src.insert(at + head.size(), prelude);
+    }
+    return src;
+  };
+  CompileOptions o;
+  o.target = "sm_90a";
+  o.kernel = "flash_attention_fwd";
+  o.bindings = {{"BM", 64}, {"BN", 64}, {"STAGES", 2}};
+  absl::StatusOr<CompiledKernel> base = Compile(corpus, o);
+  ASSERT_TRUE(base.ok()) << base.status();
+  EXPECT_THAT(base->device_source, HasSubstr("software-pipelined"));
+  for (const std::string& src :
+       {edited("acc_o[io, jo] *= scores_scale[io] * f32(min(k, 1) + 1 - "
+               "min(k, 1))",
+               ""),
+        edited("acc_o[io, jo] *= scores_scale[io] * one",
+               "    let one = "
+               "1.0\n")}) {
+    absl::StatusOr<CompiledKernel> out = Compile(src, o);
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_THAT(out->device_source, Not(HasSubstr("software-pipelined")));
+    EXPECT_THAT(out->device_source, HasSubstr("consumers: wait for the "
+                                              "stage's TMA loads, run the "
+                                              "body"));
+    EXPECT_THAT(out->build_log, Not(HasSubstr("C75"))) << out->build_log;
+  }
+}
+
 // Two consumer warpgroups and the producer (384 threads): the producer
 // gives registers back with setmaxnreg so that each consumer can hold a
 // 64x256 f32 accumulator, and ptxas honours it (no C7508).

@@ -267,15 +267,27 @@ absl::Status Emitter::EmitWsConsumer(const ForStmt& f, const LoopRange& range,
       if (c && std::find(ring.begin(), ring.end(), c) != ring.end()) continue;
       stmts.push_back(&s);
     }
-    if (std::optional<Overlap> o = PlanOverlap(stmts, v)) {
+    std::vector<std::set<std::string>> reads(stmts.size());
+    for (size_t i = 0; i < stmts.size(); ++i) {
+      std::set<std::string> w;
+      AllAccesses(*stmts[i], &reads[i], &w);
+    }
+    std::optional<Overlap> o = PlanOverlap(stmts, v);
+    // (A ring tile read both by the late part and by the rest would be
+    // needed at two stages at once: keep the plain order.)
+    for (const CopyStmt* c : ring) {
+      if (!o) break;
+      bool late = false, early = false;
+      for (size_t i = 0; i < stmts.size(); ++i) {
+        if (!reads[i].count(c->dst.name)) continue;
+        (i >= o->b_begin ? late : early) = true;
+      }
+      if (late && early) o.reset();
+    }
+    if (o) {
       // Each ring tile gets barriers of its own (group = its index in
       // `ring`), freed once the gemm reading it has completed.
       ws_groups_ = static_cast<int>(ring.size());
-      std::vector<std::set<std::string>> reads(stmts.size());
-      for (size_t i = 0; i < stmts.size(); ++i) {
-        std::set<std::string> w;
-        AllAccesses(*stmts[i], &reads[i], &w);
-      }
       return EmitOverlapped(*o, range, ring, reads, S);
     }
     // The body reads the gemms' results (softmax): each gemm waits for its
@@ -359,6 +371,12 @@ std::optional<Emitter::Overlap> Emitter::PlanOverlap(
   while (g0 < b && !wg_acc(stmts[g0])) ++g0;
   if (g0 >= b) return std::nullopt;
   std::set<std::string> prefix_w, rest_r, rest_w, b_r, g1_r;
+  // The body's own lets: B, running in the next iteration, may not use
+  // them.
+  std::set<std::string> body_lets;
+  for (const Stmt* st : stmts) {
+    if (auto* l = std::get_if<LetStmt>(&st->node)) body_lets.insert(l->name);
+  }
   for (size_t i = 0; i < stmts.size(); ++i) {
     std::set<std::string> r, w;
     AllAccesses(*stmts[i], &r, &w);
@@ -373,10 +391,14 @@ std::optional<Emitter::Overlap> Emitter::PlanOverlap(
     } else {
       b_r.insert(r.begin(), r.end());
       if (i + 1 == stmts.size()) g1_r = r;
-      // B runs one iteration late: it may not use the loop variable.
+      // B runs one iteration late: it may not use the loop variable or
+      // the body's lets.
       std::set<std::string> used, declared;
       CollectUses(Block{*stmts[i]}, &used, &declared);
       if (used.count(loop_var)) return std::nullopt;
+      for (const std::string& n : used) {
+        if (body_lets.count(n)) return std::nullopt;
+      }
     }
   }
   // A never touches B's accumulator; B reads nothing the prefix writes.
@@ -446,7 +468,7 @@ absl::Status Emitter::EmitOverlapped(
       }
     }
     if (b && (pre || rest)) {
-      return absl::InternalError("overlapped ring tile read by both parts");
+      return absl::InternalError("pipelined ring tile read by both parts");
     }
     use[g] = b ? kB : rest ? kA : pre ? kPrefix : kNone;
   }
