@@ -252,6 +252,9 @@ class Emitter {
   absl::StatusOr<LoopRange> BindLoop(const ForStmt& f);
   // A ring tile's stage `slot` (a C++ int expression), in its storage type.
   std::string RingSlot(const CopyStmt& c, const std::string& slot);
+  // Points every ring tile at its stage `slot`.
+  void PointRingAt(const std::vector<const CopyStmt*>& ring,
+                   const std::string& slot);
   absl::Status EmitPipelined(const ForStmt& f, const Loc& loc);
   absl::Status EmitRasterize(const RasterizeStmt& r);
 
@@ -298,17 +301,22 @@ class Emitter {
   // [b_begin, end) of iteration k - 1 (that gemm runs under the rest of
   // iteration k), then [prefix_end, b_begin), waiting for the gemm of
   // k - 1 before statement wait_at (the first to write what it reads).
+  // Each ring tile is read by the prefix only (waited for at iteration k,
+  // freed once the first gemm completes), by the rest of A (waited for at
+  // k, freed when k ends), or by B only (waited for and freed at k - 1).
+  enum class RingUse { kNone, kPrefix, kA, kB };
   struct Overlap {
     std::vector<const Stmt*> stmts;
     size_t prefix_end = 0, b_begin = 0, wait_at = 0;
     std::string g0_acc, g1_acc, g1_a;  // C++ names (g1_a: register A)
+    std::vector<RingUse> use;          // per ring tile
   };
+  // `stmts`: the body without the ring copies.
   std::optional<Overlap> PlanOverlap(const std::vector<const Stmt*>& stmts,
+                                     const std::vector<const CopyStmt*>& ring,
                                      const std::string& loop_var) const;
-  // `reads[i]`: the buffers statement i of o.stmts reads.
   absl::Status EmitOverlapped(const Overlap& o, const LoopRange& range,
                               const std::vector<const CopyStmt*>& ring,
-                              const std::vector<std::set<std::string>>& reads,
                               int64_t stages);
   void AllAccesses(const Stmt& s, std::set<std::string>* r,
                    std::set<std::string>* w) const;
@@ -317,7 +325,9 @@ class Emitter {
   // for its loads of ring iteration `it`, and the consumers' release.
   std::string BarIndex(int group, const std::string& slot) const;
   void WaitFull(int group, const std::string& slot, const std::string& it);
-  void ReleaseEmpty(int group, const std::string& slot);
+  // (`when`: a C++ condition and "&& ", or empty.)
+  void ReleaseEmpty(int group, const std::string& slot,
+                    const std::string& when = "");
   // The setup both roles run and the producer warpgroup's branch, as text
   // (emitted by EmitProducer after the consumers).
   absl::StatusOr<std::string> ProducerCode();

@@ -176,6 +176,13 @@ std::string Emitter::RingSlot(const CopyStmt& c, const std::string& slot) {
                 "_ring + (", slot, " - 1) * ", elems, ")");
 }
 
+void Emitter::PointRingAt(const std::vector<const CopyStmt*>& ring,
+                          const std::string& slot) {
+  for (const CopyStmt* c : ring) {
+    Line(bufs_.at(c->dst.name).code + " = " + RingSlot(*c, slot) + ";");
+  }
+}
+
 absl::Status Emitter::EmitPipelined(const ForStmt& f, const Loc& loc) {
   auto stages = f.stages ? FoldInt(*f.stages) : std::nullopt;
   if (!stages || *stages < 1 || *stages > 8) {
@@ -326,9 +333,7 @@ absl::Status Emitter::EmitPipelined(const ForStmt& f, const Loc& loc) {
   Close();
   Line("kiln::cp_async_commit();");
   Line(StrCat("const int kiln_slot = (int)(", v, " - kiln_lo) % ", S, ";"));
-  for (const CopyStmt* c : ring) {
-    Line(bufs_[c->dst.name].code + " = " + RingSlot(*c, "kiln_slot") + ";");
-  }
+  PointRingAt(ring, "kiln_slot");
   for (const Stmt& s : f.body) {
     auto* c = std::get_if<CopyStmt>(&s.node);
     if (c && std::find(ring.begin(), ring.end(), c) != ring.end()) continue;

@@ -232,11 +232,13 @@ absl::Status Emitter::EmitWsConsumer(const ForStmt& f, const LoopRange& range,
     ws_copies_.push_back(std::move(t));
   }
 
-  // Lane 0 of each consumer warp frees a stage once its wgmma completed.
-  auto release = [&](const std::string& when, const std::string& slot) {
-    Line(StrCat("if (", when, "threadIdx.x % 32 == 0) kiln::mbar_arrive(",
-                "&kiln_empty[", slot, "]);"));
-  };
+  // The body without the ring copies (the producer issues those).
+  std::vector<const Stmt*> stmts;
+  for (const Stmt& s : f.body) {
+    auto* c = std::get_if<CopyStmt>(&s.node);
+    if (c && std::find(ring.begin(), ring.end(), c) != ring.end()) continue;
+    stmts.push_back(&s);
+  }
   auto loop_head = [&]() {
     Line("const long long kiln_lo = " + range.start +
          ", kiln_hi = " + range.stop + ";");
@@ -245,50 +247,19 @@ absl::Status Emitter::EmitWsConsumer(const ForStmt& f, const LoopRange& range,
     // kiln_it counts ring iterations over all the block's tiles: the
     // stage and the phase parity follow from it.
     Line(StrCat("const int kiln_slot = kiln_it % ", S, ";"));
-    Line(StrCat("kiln::mbar_wait(&kiln_full[kiln_slot], (kiln_it / ", S,
-                ") & 1);"));
-    for (const CopyStmt* c : ring) {
-      Line(bufs_.at(c->dst.name).code + " = " + RingSlot(*c, "kiln_slot") +
-           ";");
-    }
+    WaitFull(0, "kiln_slot", "kiln_it");
+    PointRingAt(ring, "kiln_slot");
   };
   auto body = [&]() -> absl::Status {
-    for (const Stmt& s : f.body) {
-      auto* c = std::get_if<CopyStmt>(&s.node);
-      if (c && std::find(ring.begin(), ring.end(), c) != ring.end()) continue;
-      KILN_GPU_RETURN_IF_ERROR(EmitStmt(s, false));
-    }
+    for (const Stmt* s : stmts) KILN_GPU_RETURN_IF_ERROR(EmitStmt(*s, false));
     return absl::OkStatus();
   };
   if (ws_fused_) {
-    std::vector<const Stmt*> stmts;
-    for (const Stmt& s : f.body) {
-      auto* c = std::get_if<CopyStmt>(&s.node);
-      if (c && std::find(ring.begin(), ring.end(), c) != ring.end()) continue;
-      stmts.push_back(&s);
-    }
-    std::vector<std::set<std::string>> reads(stmts.size());
-    for (size_t i = 0; i < stmts.size(); ++i) {
-      std::set<std::string> w;
-      AllAccesses(*stmts[i], &reads[i], &w);
-    }
-    std::optional<Overlap> o = PlanOverlap(stmts, v);
-    // (A ring tile read both by the late part and by the rest would be
-    // needed at two stages at once: keep the plain order.)
-    for (const CopyStmt* c : ring) {
-      if (!o) break;
-      bool late = false, early = false;
-      for (size_t i = 0; i < stmts.size(); ++i) {
-        if (!reads[i].count(c->dst.name)) continue;
-        (i >= o->b_begin ? late : early) = true;
-      }
-      if (late && early) o.reset();
-    }
-    if (o) {
+    if (std::optional<Overlap> o = PlanOverlap(stmts, ring, v)) {
       // Each ring tile gets barriers of its own (group = its index in
       // `ring`), freed once the gemm reading it has completed.
       ws_groups_ = static_cast<int>(ring.size());
-      return EmitOverlapped(*o, range, ring, reads, S);
+      return EmitOverlapped(*o, range, ring, S);
     }
     // The body reads the gemms' results (softmax): each gemm waits for its
     // group at once, and the stage is free at the end of the iteration.
@@ -298,7 +269,7 @@ absl::Status Emitter::EmitWsConsumer(const ForStmt& f, const LoopRange& range,
     Line("// the stage");
     loop_head();
     KILN_GPU_RETURN_IF_ERROR(body());
-    release("", "kiln_slot");
+    ReleaseEmpty(0, "kiln_slot");
     Line("++kiln_it;");
     Close();
     return absl::OkStatus();
@@ -317,7 +288,7 @@ absl::Status Emitter::EmitWsConsumer(const ForStmt& f, const LoopRange& range,
   // completed).
   const std::string previous = StrCat("(kiln_it + ", S - 1, ") % ", S);
   Line(StrCat("kiln::wgmma_wait<", groups, ">();"));
-  release(v + " > kiln_lo && ", previous);
+  ReleaseEmpty(0, previous, v + " > kiln_lo && ");
   Line("++kiln_it;");
   Close();
   Line("kiln::wgmma_wait<0>();");
@@ -326,7 +297,7 @@ absl::Status Emitter::EmitWsConsumer(const ForStmt& f, const LoopRange& range,
   }
   // The last stage's wgmma have completed too: free it for the producer's
   // next tile.
-  release("kiln_hi > kiln_lo && ", previous);
+  ReleaseEmpty(0, previous, "kiln_hi > kiln_lo && ");
   // The gemms read ring slots only: nothing is owed a block barrier.
   pend_r_.clear();
   pend_w_.clear();
@@ -341,7 +312,9 @@ void Emitter::AllAccesses(const Stmt& s, std::set<std::string>* r,
 }
 
 std::optional<Emitter::Overlap> Emitter::PlanOverlap(
-    const std::vector<const Stmt*>& stmts, const std::string& loop_var) const {
+    const std::vector<const Stmt*>& stmts,
+    const std::vector<const CopyStmt*>& ring,
+    const std::string& loop_var) const {
   // The register accumulator of a wgmma gemm statement (null otherwise).
   auto wg_acc = [&](const Stmt* s) -> const GemmStmt* {
     auto* g = std::get_if<GemmStmt>(&s->node);
@@ -356,16 +329,16 @@ std::optional<Emitter::Overlap> Emitter::PlanOverlap(
   Overlap o;
   const GemmStmt* last = wg_acc(stmts.back());
   if (!last) return std::nullopt;
+  // Every buffer each statement reads and writes.
+  std::vector<std::set<std::string>> reads(stmts.size()), writes(stmts.size());
+  for (size_t i = 0; i < stmts.size(); ++i) {
+    AllAccesses(*stmts[i], &reads[i], &writes[i]);
+  }
   // B: the last gemm and the statements just before it that write only
   // its accumulator (attention: the rescale of O).
   const std::string& acc = last->c.name;
   size_t b = stmts.size() - 1;
-  while (b > 0) {
-    std::set<std::string> r, w;
-    AllAccesses(*stmts[b - 1], &r, &w);
-    if (w != std::set<std::string>{acc}) break;
-    --b;
-  }
+  while (b > 0 && writes[b - 1] == std::set<std::string>{acc}) --b;
   // A: the rest, up to and including its first gemm (G0) the prefix.
   size_t g0 = 0;
   while (g0 < b && !wg_acc(stmts[g0])) ++g0;
@@ -378,8 +351,8 @@ std::optional<Emitter::Overlap> Emitter::PlanOverlap(
     if (auto* l = std::get_if<LetStmt>(&st->node)) body_lets.insert(l->name);
   }
   for (size_t i = 0; i < stmts.size(); ++i) {
-    std::set<std::string> r, w;
-    AllAccesses(*stmts[i], &r, &w);
+    const std::set<std::string>& r = reads[i];
+    const std::set<std::string>& w = writes[i];
     if (i <= g0) {
       prefix_w.insert(w.begin(), w.end());
       // (The prefix may not read what B writes: it runs before B of the
@@ -414,14 +387,26 @@ std::optional<Emitter::Overlap> Emitter::PlanOverlap(
   // (P, rewritten from the new scores) waits for that gemm first.
   o.wait_at = b;
   for (size_t i = g0 + 1; i < b; ++i) {
-    std::set<std::string> r, w;
-    AllAccesses(*stmts[i], &r, &w);
     bool clash = false;
-    for (const std::string& n : w) clash |= g1_r.count(n) > 0;
+    for (const std::string& n : writes[i]) clash |= g1_r.count(n) > 0;
     if (clash) {
       o.wait_at = i;
       break;
     }
+  }
+  // Which part reads each ring tile; one read both by B and by A would be
+  // needed at two stages at once: keep the plain order.
+  for (const CopyStmt* c : ring) {
+    bool pre = false, rest = false, late = false;
+    for (size_t i = 0; i < stmts.size(); ++i) {
+      if (!reads[i].count(c->dst.name)) continue;
+      (i <= g0 ? pre : i < b ? rest : late) = true;
+    }
+    if (late && (pre || rest)) return std::nullopt;
+    o.use.push_back(late   ? RingUse::kB
+                    : rest ? RingUse::kA
+                    : pre  ? RingUse::kPrefix
+                           : RingUse::kNone);
   }
   o.stmts = stmts;
   const Buf& acc0 = bufs_.at(std::get<GemmStmt>(stmts[g0]->node).c.name);
@@ -442,40 +427,18 @@ std::optional<Emitter::Overlap> Emitter::PlanOverlap(
   return o;
 }
 
-absl::Status Emitter::EmitOverlapped(
-    const Overlap& o, const LoopRange& range,
-    const std::vector<const CopyStmt*>& ring,
-    const std::vector<std::set<std::string>>& reads, int64_t stages) {
+absl::Status Emitter::EmitOverlapped(const Overlap& o, const LoopRange& range,
+                                     const std::vector<const CopyStmt*>& ring,
+                                     int64_t stages) {
   const int64_t S = stages;
   const std::string& v = range.var;
   const std::string prev = StrCat("(kiln_it + ", S - 1, ") % ", S);
-  // Each ring tile is read by the prefix only (waited for at iteration k,
-  // freed once the first gemm completes), by A at all (waited for at k,
-  // freed when k ends), or by B only (waited for and freed at k - 1).
-  enum Use { kNone, kPrefix, kA, kB };
-  std::vector<Use> use(ring.size(), kNone);
-  for (size_t g = 0; g < ring.size(); ++g) {
-    const std::string& tile = ring[g]->dst.name;
-    bool pre = false, rest = false, b = false;
-    for (size_t i = 0; i < o.stmts.size(); ++i) {
-      if (!reads[i].count(tile)) continue;
-      if (i < o.prefix_end) {
-        pre = true;
-      } else if (i < o.b_begin) {
-        rest = true;
-      } else {
-        b = true;
-      }
-    }
-    if (b && (pre || rest)) {
-      return absl::InternalError("pipelined ring tile read by both parts");
-    }
-    use[g] = b ? kB : rest ? kA : pre ? kPrefix : kNone;
-  }
-  auto waits = [&](std::initializer_list<Use> kinds, const std::string& slot,
+  using U = RingUse;
+  // Waits for (or frees) the ring tiles of these uses at a slot.
+  auto waits = [&](std::initializer_list<U> kinds, const std::string& slot,
                    const std::string& it, bool wait) {
     for (size_t g = 0; g < ring.size(); ++g) {
-      if (std::find(kinds.begin(), kinds.end(), use[g]) == kinds.end()) {
+      if (std::find(kinds.begin(), kinds.end(), o.use[g]) == kinds.end()) {
         continue;
       }
       if (wait) {
@@ -483,11 +446,6 @@ absl::Status Emitter::EmitOverlapped(
       } else {
         ReleaseEmpty(static_cast<int>(g), slot);
       }
-    }
-  };
-  auto ring_at = [&](const std::string& slot) {
-    for (const CopyStmt* c : ring) {
-      Line(bufs_.at(c->dst.name).code + " = " + RingSlot(*c, slot) + ";");
     }
   };
   auto emit = [&](size_t from, size_t to, bool defer_last) -> absl::Status {
@@ -501,15 +459,15 @@ absl::Status Emitter::EmitOverlapped(
   };
   // B of the previous ring iteration: its tiles, then its statements.
   auto previous_b = [&]() -> absl::Status {
-    ring_at(prev);
-    waits({kB}, prev, "(kiln_it - 1)", true);
+    PointRingAt(ring, prev);
+    waits({U::kB}, prev, "(kiln_it - 1)", true);
     return emit(o.b_begin, o.stmts.size(), true);
   };
   auto wait_last_gemm = [&]() {
     Line("kiln::wgmma_wait<0>();");
     Line("kiln::wgmma_fence_operands(" + o.g1_acc + ");");
     if (!o.g1_a.empty()) Line("kiln::wgmma_fence_operands(" + o.g1_a + ");");
-    waits({kB}, prev, "", false);
+    waits({U::kB}, prev, "", false);
   };
   Line("// consumers, software-pipelined: iteration k issues its first gemm,");
   Line("// then the last gemm of iteration k - 1 (which runs under this");
@@ -521,27 +479,27 @@ absl::Status Emitter::EmitOverlapped(
   Open("");
   Line("const long long " + v + " = kiln_lo;");
   Line(StrCat("const int kiln_slot = kiln_it % ", S, ";"));
-  ring_at("kiln_slot");
-  waits({kPrefix, kA}, "kiln_slot", "kiln_it", true);
+  PointRingAt(ring, "kiln_slot");
+  waits({U::kPrefix, U::kA}, "kiln_slot", "kiln_it", true);
   KILN_GPU_RETURN_IF_ERROR(emit(0, o.b_begin, false));
-  waits({kPrefix, kA}, "kiln_slot", "", false);
+  waits({U::kPrefix, U::kA}, "kiln_slot", "", false);
   Close();
   Line("++kiln_it;");
   Open(StrCat("for (long long ", v, " = kiln_lo + 1; ", v, " < kiln_hi; ++", v,
               ", ++kiln_it)"));
   Line(StrCat("const int kiln_slot = kiln_it % ", S, ";"));
-  ring_at("kiln_slot");
-  waits({kPrefix, kA}, "kiln_slot", "kiln_it", true);
+  PointRingAt(ring, "kiln_slot");
+  waits({U::kPrefix, U::kA}, "kiln_slot", "kiln_it", true);
   KILN_GPU_RETURN_IF_ERROR(emit(0, o.prefix_end, true));
   KILN_GPU_RETURN_IF_ERROR(previous_b());
   Line("kiln::wgmma_wait<1>();");
   Line("kiln::wgmma_fence_operands(" + o.g0_acc + ");");
-  waits({kPrefix}, "kiln_slot", "", false);
-  ring_at("kiln_slot");
+  waits({U::kPrefix}, "kiln_slot", "", false);
+  PointRingAt(ring, "kiln_slot");
   KILN_GPU_RETURN_IF_ERROR(emit(o.prefix_end, o.wait_at, false));
   wait_last_gemm();
   KILN_GPU_RETURN_IF_ERROR(emit(o.wait_at, o.b_begin, false));
-  waits({kA}, "kiln_slot", "", false);
+  waits({U::kA}, "kiln_slot", "", false);
   Close();
   // The last iteration's B.
   KILN_GPU_RETURN_IF_ERROR(previous_b());
@@ -560,8 +518,11 @@ void Emitter::WaitFull(int group, const std::string& slot,
               " / ", ws_stages_, ") & 1);"));
 }
 
-void Emitter::ReleaseEmpty(int group, const std::string& slot) {
-  Line(StrCat("if (threadIdx.x % 32 == 0) kiln::mbar_arrive(&kiln_empty[",
+void Emitter::ReleaseEmpty(int group, const std::string& slot,
+                           const std::string& when) {
+  // Lane 0 of each consumer warp arrives (the barrier counts warps).
+  Line(StrCat("if (", when,
+              "threadIdx.x % 32 == 0) kiln::mbar_arrive(&kiln_empty[",
               BarIndex(group, slot), "]);"));
 }
 

@@ -225,9 +225,7 @@ __device__ __forceinline__ void gemm_wg_rs(
     const void* Bs) {
   typedef WgAccLayout<M, N, WGS_M> L;
   static_assert(K % 16 == 0, "gemm_wg_rs needs K in whole 16-element steps");
-  // (Every consumer warpgroup owns rows: WGS_M is the program's
-  // threads / 128, so no thread branches here; a branch would put the
-  // accumulator's setup on a divergent path and serialise the wgmma.)
+  // (No warpgroup branch: see gemm_wg.)
   const int wg = threadIdx.x / 128;
   wgmma_fence_operands(acc);
   wgmma_fence();
@@ -255,9 +253,7 @@ __device__ __forceinline__ void gemm_wg_promoted(
     float (&acc)[(WgAccLayout<M, N, WGS_M>::kRegs)], const void* As,
     const void* Bs) {
   typedef WgAccLayout<M, N, WGS_M> L;
-  // (Every consumer warpgroup owns rows: WGS_M is the program's
-  // threads / 128, so no thread branches here; a branch would put the
-  // accumulator's setup on a divergent path and serialise the wgmma.)
+  // (No warpgroup branch: see gemm_wg.)
   const int wg = threadIdx.x / 128;
   float part[L::kRegs];
 #pragma unroll
