@@ -378,7 +378,9 @@ TEST(CudaCodegenTest, Sm90aLowersCorpusGemmsToWgmmaWithoutSerialisation) {
       // Attention is not (causal blocks differ in work: the hardware's
       // block scheduler balances them).
       EXPECT_EQ(md->persistent, !attention);
-      EXPECT_EQ(md->tensor_maps.size(), 2u);
+      // The plain GEMM also stores C through TMA (f16, whole 64-column
+      // chunks); the others' epilogues compute on the accumulator first.
+      EXPECT_EQ(md->tensor_maps.size(), c.file == "gemm.tile" ? 3u : 2u);
       EXPECT_THAT(out->ptx, HasSubstr("cp.async.bulk.tensor." +
                                       std::to_string(c.tma_rank) + "d"));
       EXPECT_THAT(out->ptx, HasSubstr("mbarrier.try_wait.parity"));
@@ -476,16 +478,24 @@ TEST(CudaCodegenTest, PipelinedLoopKeepsOrderWhenTheLatePartUsesTheIteration) {
 // Two consumer warpgroups and the producer (384 threads): the producer
 // gives registers back with setmaxnreg so that each consumer can hold a
 // 64x256 f32 accumulator, and ptxas honours it (no C7508).
-TEST(CudaCodegenTest, TwoConsumerWarpgroupsRebalanceRegisters) {
-  if (!HaveNvrtc()) GTEST_SKIP() << "NVRTC is not installed on this host";
+// The corpus GEMM over two consumer warpgroups (threads(256)) for sm_90a,
+// 128 x 256 tiles, with C of type `c_type`.
+absl::StatusOr<CompiledKernel> CompileTwoWarpgroupGemm(
+    int64_t bk, int64_t stages, const std::string& c_type = "f16") {
   std::string source =
       ReadFile(std::filesystem::path(KILN_CORPUS_DIR) / "gemm.tile");
   source.replace(source.find("threads(128)"), 12, "threads(256)");
+  source.replace(source.find("C: f16"), 6, "C: " + c_type);
   CompileOptions o;
   o.target = "sm_90a";
-  o.bindings = {{"BM", 128}, {"BN", 256}, {"BK", 32}, {"STAGES", 4}};
+  o.bindings = {{"BM", 128}, {"BN", 256}, {"BK", bk}, {"STAGES", stages}};
   o.keep_ptx = true;
-  absl::StatusOr<CompiledKernel> out = Compile(source, o);
+  return Compile(source, o);
+}
+
+TEST(CudaCodegenTest, TwoConsumerWarpgroupsRebalanceRegisters) {
+  if (!HaveNvrtc()) GTEST_SKIP() << "NVRTC is not installed on this host";
+  absl::StatusOr<CompiledKernel> out = CompileTwoWarpgroupGemm(32, 4);
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_THAT(out->layouts,
               HasSubstr("Acc: registers, wgmma accumulator [128, 256] over 2 "
@@ -498,6 +508,38 @@ TEST(CudaCodegenTest, TwoConsumerWarpgroupsRebalanceRegisters) {
   ASSERT_TRUE(md.ok()) << md.status();
   EXPECT_EQ(md->block[0].AsConstant(), 384);
   EXPECT_EQ(md->ptxas.spill_stores, 0) << out->build_log;
+}
+
+// The warp-specialised GEMM's epilogue: each consumer warpgroup writes its
+// rows of the accumulator to shared memory with stmatrix (128-byte
+// swizzle) and one thread stores them with TMA, 64 x 64 at a time, from a
+// tensor map of C the runtime builds (box 64 x 64). An f32 C keeps the
+// register stores.
+TEST(CudaCodegenTest, GemmEpilogueStoresThroughTma) {
+  if (!HaveNvrtc()) GTEST_SKIP() << "NVRTC is not installed on this host";
+  absl::StatusOr<CompiledKernel> out = CompileTwoWarpgroupGemm(32, 2);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(out->device_source, HasSubstr("kiln::r2g_acc_tma<"));
+  EXPECT_THAT(out->ptx, HasSubstr("stmatrix.sync.aligned.m8n8.x4.shared.b16"));
+  EXPECT_THAT(out->ptx,
+              HasSubstr("cp.async.bulk.tensor.2d.global.shared::cta"));
+  EXPECT_THAT(out->ptx, HasSubstr("cp.async.bulk.wait_group 0"));
+  EXPECT_THAT(out->build_log, Not(HasSubstr("C75"))) << out->build_log;
+  absl::StatusOr<runtime::KernelMetadata> md =
+      runtime::ParseKernelMetadata(out->metadata);
+  ASSERT_TRUE(md.ok()) << md.status();
+  ASSERT_EQ(md->tensor_maps.size(), 3u);
+  EXPECT_EQ(md->tensor_maps[2].param, "C");
+  EXPECT_EQ(md->tensor_maps[2].swizzle, 128);
+  EXPECT_EQ(md->tensor_maps[2].box, (std::vector<int64_t>{64, 64}));
+  // The staging chunks: 2 x 8 KiB per consumer warpgroup past the ring.
+  EXPECT_EQ(md->shared_bytes, 2 * (128 * 32 + 32 * 256) * 2 + 32768 + 1024);
+  EXPECT_EQ(md->ptxas.spill_stores, 0) << out->build_log;
+
+  absl::StatusOr<CompiledKernel> plain = CompileTwoWarpgroupGemm(32, 2, "f32");
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_THAT(plain->device_source, Not(HasSubstr("r2g_acc_tma")));
+  EXPECT_THAT(plain->device_source, HasSubstr("kiln::r2g_acc<float"));
 }
 
 TEST(CudaCodegenTest, Sm90KeepsTheMmaSyncPath) {

@@ -226,6 +226,16 @@ std::vector<Case> Cases() {
     t256.edits = {{"threads(128)", "threads(256)"}};
     c.push_back(t256);
   }
+  // The Hopper GEMM's shape (128 x 256 over two consumer warpgroups) on
+  // more tiles than an H200 holds blocks at once, ragged in M and N: on
+  // sm_90a the persistent blocks store several tiles each through TMA.
+  Case wide{"gemm.tile",
+            "gemm",
+            {{"BM", 128}, {"BN", 256}, {"BK", 64}, {"STAGES", 2}},
+            {{"M", 2000}, {"N", 2056}, {"K", 136}}};
+  wide.label = "t256 persistent";
+  wide.edits = {{"threads(128)", "threads(256)"}};
+  c.push_back(wide);
   return c;
 }
 

@@ -44,6 +44,7 @@ const gpu::GpuDialect& CudaDialect(std::string_view target) {
     auto* x = new gpu::GpuDialect(*d);
     x->warpgroup_mma = true;
     x->tma = true;
+    x->max_shared_bytes = MaxSharedBytes("sm_90a");
     return x;
   }();
   return target == "sm_90a" ? *hopper : *d;

@@ -66,6 +66,9 @@ struct GpuDialect {
   // and setmaxnreg: a pipelined wgmma main loop fed by whole-tile copies
   // becomes warp-specialised (tma_loop.cc).
   bool tma = false;
+  // Dynamic plus static shared memory a block may use (bytes); 0: not
+  // known to the emitter (render.cc checks the total either way).
+  int64_t max_shared_bytes = 0;
 };
 
 }  // namespace kiln::compiler::gpu

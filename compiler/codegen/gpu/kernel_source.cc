@@ -706,6 +706,8 @@ absl::StatusOr<KernelSource> Emitter::Run() {
     code += "  " + TileLoopHead() + "\n";
     body.replace(body.find(producer_marker), producer_marker.size(), code);
     body += "  }\n";
+    // TMA stores still reading their staging chunks finish first.
+    if (tma_stage_off_ >= 0) body += "  kiln::tma_store_drain();\n";
     for (size_t m = 0; m < tensor_maps_.size(); ++m) {
       params.push_back(
           StrCat("const __grid_constant__ kiln::TensorMap kiln_map", m));

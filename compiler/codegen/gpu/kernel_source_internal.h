@@ -272,6 +272,11 @@ class Emitter {
   bool TryFastCopy(const Access& src, const Access& dst, const Loc& loc,
                    const std::string& dst_ptr_override, bool wait,
                    absl::Status* st);
+  // The tensor map (index into tensor_maps_) through which a register
+  // accumulator `acc` is stored to global region `g` with TMA
+  // (kiln::r2g_acc_tma), placing the staging chunks on first use; -1 where
+  // that path does not apply.
+  int TmaStoreMap(const Access& g, const Buf& acc);
   absl::Status EmitFill(const FillStmt& f, const Loc& loc);
   absl::Status EmitGemm(const GemmStmt& g, const Loc& loc);
 
@@ -393,6 +398,8 @@ class Emitter {
   std::vector<TmaCopy> ws_copies_;
   std::vector<const RasterizeStmt*> ws_rasterize_;
   std::vector<TensorMapSpec> tensor_maps_;
+  // Shared-memory offset of the TMA stores' staging chunks; -1: none.
+  int64_t tma_stage_off_ = -1;
   int64_t smem_bytes_ = 0;
   int64_t scratch_offset_ = -1;
   int64_t threads_ = 0;

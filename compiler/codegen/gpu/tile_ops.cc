@@ -2,6 +2,8 @@
 // and vectorised fast paths), fill, atomic_add, parallel, cumsum, and gemm
 // (matrix cores for register accumulators, a per-thread dot product
 // otherwise).
+#include <algorithm>
+
 #include "compiler/codegen/gpu/kernel_source_internal.h"
 
 namespace kiln::compiler::gpu::internal {
@@ -61,6 +63,41 @@ absl::Status Emitter::EmitCopy(const CopyStmt& c, const Loc& loc) {
       row, lane0);
   Close();
   return st;
+}
+
+int Emitter::TmaStoreMap(const Access& g, const Buf& acc) {
+  // A warpgroup-MMA accumulator held by every consumer warpgroup, stored
+  // to a rank-2 16-bit tensor in whole 64-column chunks, in a
+  // warp-specialised kernel (whose tensor maps the runtime builds).
+  const RegisterFragment* reg = acc.reg;
+  const DType out = g.buf->dtype;
+  if (!ws_loop_ || reg == nullptr || !reg->warpgroup ||
+      reg->warps_m * 128 != threads_ || acc.dims[1] % 64 != 0 ||
+      g.free.size() != 2 || (out != DType::kF16 && out != DType::kBF16)) {
+    return -1;
+  }
+  // Two 8 KiB staging chunks per consumer warpgroup (kiln/tma.cuh), placed
+  // once for the kernel where the block's shared memory has room.
+  if (tma_stage_off_ < 0) {
+    const int64_t off = RoundUp(smem_bytes_, 1024);
+    const int64_t bytes = threads_ / 128 * 2 * 8192;
+    // (+ the base's alignment slack and the ring's static mbarriers)
+    if (dialect_.max_shared_bytes <= 0 ||
+        off + bytes + 2048 > dialect_.max_shared_bytes) {
+      return -1;
+    }
+    tma_stage_off_ = off;
+    smem_bytes_ = off + bytes;
+  }
+  TensorMapSpec spec;
+  spec.param = g.name;
+  spec.swizzle = 128;
+  spec.box = {64, 64};
+  auto it = std::find(tensor_maps_.begin(), tensor_maps_.end(), spec);
+  if (it != tensor_maps_.end())
+    return static_cast<int>(it - tensor_maps_.begin());
+  tensor_maps_.push_back(spec);
+  return static_cast<int>(tensor_maps_.size() - 1);
 }
 
 // A whole rank-2 shared tile <-> a rank-2 global region whose last dim is
@@ -151,9 +188,22 @@ bool Emitter::TryFastCopy(const Access& src, const Access& dst, const Loc& loc,
     if (r2g) {
       const std::string tag =
           out == DType::kF32 ? std::string("float") : NarrowTag(out);
-      Line(StrCat("kiln::r2g_acc<", tag, ", ", tb.layout, ">(", gp, ", ",
-                  g.buf->strides[fd[0]], ", ", tb.code,
-                  ", kiln_rlo, kiln_rhi, kiln_clo, kiln_chi);"));
+      const std::string stores =
+          StrCat("kiln::r2g_acc<", tag, ", ", tb.layout, ">(", gp, ", ",
+                 g.buf->strides[fd[0]], ", ", tb.code,
+                 ", kiln_rlo, kiln_rhi, kiln_clo, kiln_chi);");
+      if (auto map = TmaStoreMap(g, tb); map >= 0) {
+        Open("if (kiln_tma)");
+        Line(StrCat("kiln::r2g_acc_tma<", tag, ", ", tb.layout, ">(&kiln_map",
+                    map, ", kiln_smem + ", tma_stage_off_, ", ", tb.code,
+                    ", kiln_c0, kiln_r0);"));
+        Close();
+        Open("else");
+        Line(stores);
+        Close();
+      } else {
+        Line(stores);
+      }
     } else if (g2s) {
       Line(StrCat("kiln::g2s_tile_async<", st_type, ", ", tb.layout, ", ",
                   threads_, ">(", tp, ", ", gp, ", ", g.buf->code, ", ",

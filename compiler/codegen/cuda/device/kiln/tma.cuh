@@ -15,7 +15,9 @@
 #ifndef KILN_DEVICE_TMA_CUH_
 #define KILN_DEVICE_TMA_CUH_
 
+#include "kiln/mma.cuh"
 #include "kiln/shared_layout.cuh"
+#include "kiln/wgmma.cuh"
 
 namespace kiln {
 
@@ -25,10 +27,10 @@ struct alignas(64) TensorMap {
 };
 
 __device__ __forceinline__ void mbar_init(u64* bar, u32 count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(
-                   smem_addr(bar)),
-               "r"(count)
-               : "memory");
+  asm volatile(
+      "mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(bar)),
+      "r"(count)
+      : "memory");
 }
 // Makes barrier initialisation visible to the async proxy (TMA) and to the
 // other threads after the following block barrier.
@@ -37,16 +39,15 @@ __device__ __forceinline__ void mbar_init_fence() {
 }
 // Arrives on `bar` and adds `bytes` to the transactions it waits for.
 __device__ __forceinline__ void mbar_arrive_expect_tx(u64* bar, u32 bytes) {
-  asm volatile(
-      "mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(
-          smem_addr(bar)),
-      "r"(bytes)
-      : "memory");
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(
+                   smem_addr(bar)),
+               "r"(bytes)
+               : "memory");
 }
 __device__ __forceinline__ void mbar_arrive(u64* bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(
-                   smem_addr(bar))
-               : "memory");
+  asm volatile(
+      "mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_addr(bar))
+      : "memory");
 }
 // Waits until the phase with parity `phase` of `bar` has completed.
 __device__ __forceinline__ void mbar_wait(u64* bar, u32 phase) {
@@ -97,8 +98,7 @@ __device__ __forceinline__ void tma_load<4>(void* dst, const TensorMap* map,
       "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::"
       "complete_tx::bytes [%0], [%1, {%3, %4, %5, %6}], [%2];\n" ::"r"(
           smem_addr(dst)),
-      "l"(map), "r"(smem_addr(bar)), "r"(c[0]), "r"(c[1]), "r"(c[2]),
-      "r"(c[3])
+      "l"(map), "r"(smem_addr(bar)), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3])
       : "memory");
 }
 template <>
@@ -108,9 +108,115 @@ __device__ __forceinline__ void tma_load<5>(void* dst, const TensorMap* map,
       "cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::"
       "complete_tx::bytes [%0], [%1, {%3, %4, %5, %6, %7}], [%2];\n" ::"r"(
           smem_addr(dst)),
-      "l"(map), "r"(smem_addr(bar)), "r"(c[0]), "r"(c[1]), "r"(c[2]),
-      "r"(c[3]), "r"(c[4])
+      "l"(map), "r"(smem_addr(bar)), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]),
+      "r"(c[4])
       : "memory");
+}
+
+// Stores the box of `map` at coordinates c (innermost first) from `src`
+// (laid out with the map's swizzle); elements outside the tensor are not
+// written. Completes in the bulk async-group committed next.
+__device__ __forceinline__ void tma_store_2d(const TensorMap* map,
+                                             const void* src, int c0, int c1) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%2, "
+      "%3}], [%1];\n" ::"l"(map),
+      "r"(smem_addr(src)), "r"(c0), "r"(c1)
+      : "memory");
+}
+__device__ __forceinline__ void bulk_commit() {
+  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+}
+// Waits until at most N of this thread's bulk groups still read their
+// shared source.
+template <int N>
+__device__ __forceinline__ void bulk_wait_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
+}
+// Waits until this thread's bulk groups have completed (writes included).
+__device__ __forceinline__ void bulk_wait_all() {
+  asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
+}
+
+// A barrier over the 128 threads of consumer warpgroup `wg` (named
+// barriers 2, 3, ...: 0 is __syncthreads, 1 consumer_sync).
+__device__ __forceinline__ void warpgroup_sync(int wg) {
+  asm volatile("bar.sync %0, 128;\n" ::"r"(wg + 2) : "memory");
+}
+
+// Four 8x8 16-bit matrices from registers to shared memory: lane l gives
+// the address of row l % 8 of matrix l / 8; register i holds this lane's
+// two elements of matrix i (row l / 4, columns 2 * (l % 4) + {0, 1}).
+__device__ __forceinline__ void stmatrix_x4(void* dst, u32 r0, u32 r1, u32 r2,
+                                            u32 r3) {
+  asm volatile(
+      "stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::
+          "r"(smem_addr(dst)),
+      "r"(r0), "r"(r1), "r"(r2), "r"(r3)
+      : "memory");
+}
+
+// Bytes of shared memory r2g_acc_tma stages through per consumer
+// warpgroup: two 64 x 64 16-bit chunks.
+constexpr int kTmaStoreStageBytes = 2 * 64 * 128;
+
+// Stores a warpgroup-MMA accumulator (L: WgAccLayout, N a multiple of 64),
+// rounded to T (f16_t, bf16_t), to the tensor of `map` (rank 2, box 64 x
+// 64, 128-byte swizzle) with the tile's first column and row at (c0, r0).
+// Each consumer warpgroup stores its own rows, 64 x 64 at a time: stmatrix
+// into one of its two staging chunks (`stage` + wg * kTmaStoreStageBytes,
+// 1024-byte aligned), then one thread issues the chunk's TMA store, which
+// runs on while the warpgroup goes on. A chunk is rewritten once the store
+// that last read it has (so the stores of one tile overlap the next
+// tile's main loop). Rows and columns outside the tensor are not written.
+// Before the block exits, the storing threads call tma_store_drain.
+template <typename T, typename L, int REGS>
+__device__ __forceinline__ void r2g_acc_tma(const TensorMap* map,
+                                            unsigned char* stage,
+                                            const float (&acc)[REGS],
+                                            long long c0, long long r0) {
+  static_assert(L::kTn % 8 == 0, "TMA stores take 64-column chunks");
+  static_assert(L::kRegs == REGS, "accumulator size");
+  const int wg = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4;
+  const int lane = threadIdx.x % 32;
+  const bool leader = threadIdx.x % 128 == 0;
+  unsigned char* const mine = stage + wg * kTmaStoreStageBytes;
+  // This lane's stmatrix row within a 64 x 64 chunk, and its 16-byte
+  // column block within a 16-column group.
+  const int row = warp * 16 + ((lane / 8) % 2) * 8 + lane % 8;
+  const int half = lane / 16;
+#pragma unroll
+  for (int mi = 0; mi < L::kTm; ++mi) {
+#pragma unroll
+    for (int j = 0; j < L::kTn / 8; ++j) {
+      unsigned char* const buf = mine + ((mi * (L::kTn / 8) + j) % 2) * 8192;
+      if (leader) bulk_wait_read<1>();
+      warpgroup_sync(wg);
+#pragma unroll
+      for (int g = 0; g < 4; ++g) {
+        const int q = (mi * L::kTn + j * 8 + 2 * g) * 4;
+        // 128-byte swizzle: 16-byte block b of row r at b ^ (r % 8).
+        const int block = (2 * g + half) ^ (row % 8);
+        stmatrix_x4(buf + row * 128 + block * 16, pack2<T>(acc[q], acc[q + 1]),
+                    pack2<T>(acc[q + 2], acc[q + 3]),
+                    pack2<T>(acc[q + 4], acc[q + 5]),
+                    pack2<T>(acc[q + 6], acc[q + 7]));
+      }
+      fence_proxy_async();
+      warpgroup_sync(wg);
+      if (leader) {
+        tma_store_2d(map, buf, (int)(c0 + j * 64),
+                     (int)(r0 + wg * L::kWm + mi * 64));
+        bulk_commit();
+      }
+    }
+  }
+}
+
+// Called by every thread that may have issued r2g_acc_tma stores before
+// the block exits: their shared sources must stay until read.
+__device__ __forceinline__ void tma_store_drain() {
+  if (threadIdx.x % 128 == 0) bulk_wait_all();
 }
 
 // A barrier over the first THREADS threads of the block (the consumer
