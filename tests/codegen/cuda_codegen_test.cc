@@ -378,9 +378,19 @@ TEST(CudaCodegenTest, Sm90aLowersCorpusGemmsToWgmmaWithoutSerialisation) {
       // Attention is not (causal blocks differ in work: the hardware's
       // block scheduler balances them).
       EXPECT_EQ(md->persistent, !attention);
-      // The plain GEMM also stores C through TMA (f16, whole 64-column
-      // chunks); the others' epilogues compute on the accumulator first.
-      EXPECT_EQ(md->tensor_maps.size(), c.file == "gemm.tile" ? 3u : 2u);
+      // And one for the output: the accumulator goes to it through shared
+      // memory (stmatrix) and TMA stores, straight from the accumulator
+      // where the program staged it in a shared tile of its own (fp8,
+      // attention: that tile is not allocated).
+      EXPECT_EQ(md->tensor_maps.size(), 3u);
+      if (c.file != "gemm.tile") {
+        EXPECT_THAT(out->device_source,
+                    ::testing::ContainsRegex("// [A-Za-z]s: not allocated"));
+      }
+      EXPECT_THAT(out->ptx, HasSubstr("stmatrix.sync.aligned.m8n8.x4"));
+      EXPECT_THAT(out->ptx, HasSubstr("cp.async.bulk.tensor." +
+                                      std::to_string(c.tma_rank) +
+                                      "d.global.shared::cta"));
       EXPECT_THAT(out->ptx, HasSubstr("cp.async.bulk.tensor." +
                                       std::to_string(c.tma_rank) + "d"));
       EXPECT_THAT(out->ptx, HasSubstr("mbarrier.try_wait.parity"));

@@ -236,6 +236,17 @@ std::vector<Case> Cases() {
   wide.label = "t256 persistent";
   wide.edits = {{"threads(128)", "threads(256)"}};
   c.push_back(wide);
+  // FP8 over more tiles than resident blocks, ragged in M: on sm_90a the
+  // two consumer warpgroups take turns to issue across tiles, and C is
+  // stored straight from the accumulator through TMA.
+  Case fp8_wide{"gemm_fp8.tile",
+                "gemm_fp8",
+                {{"BM", 128}, {"BN", 128}, {"BK", 128}, {"STAGES", 3}},
+                {{"M", 1000}, {"N", 2056}, {"K", 512}},
+                {{"scale_a", 0.5}, {"scale_b", 2.0}}};
+  fp8_wide.label = "persistent";
+  fp8_wide.sm90_only = true;
+  c.push_back(fp8_wide);
   return c;
 }
 

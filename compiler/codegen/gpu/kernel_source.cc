@@ -283,7 +283,16 @@ absl::Status Emitter::ElementBody(const Block& b) { return EmitBlock(b, true); }
 // ------------------------------------------------------------ statements
 
 absl::Status Emitter::EmitBlock(const Block& b, bool element) {
-  for (const Stmt& s : b) KILN_GPU_RETURN_IF_ERROR(EmitStmt(s, element));
+  for (size_t i = 0; i < b.size(); ++i) {
+    auto staged = staged_stores_.find(&b[i]);
+    if (!element && staged != staged_stores_.end() && i + 1 < b.size() &&
+        staged->second == &b[i + 1]) {
+      KILN_GPU_RETURN_IF_ERROR(EmitStagedStore(b[i], b[i + 1]));
+      ++i;
+      continue;
+    }
+    KILN_GPU_RETURN_IF_ERROR(EmitStmt(b[i], element));
+  }
   return absl::OkStatus();
 }
 
@@ -440,6 +449,12 @@ absl::Status Emitter::EmitAlloc(const AllocStmt& a) {
     }
     return absl::OkStatus();
   }
+  if (elided_tiles_.count(a.name)) {
+    Line("// " + a.name +
+         ": not allocated (the accumulator is stored straight to global "
+         "memory)");
+    return absl::OkStatus();
+  }
   if (a.layout.kind == Layout::Kind::kPadded) b.pad = a.layout.param;
   if (b.dims.size() == 2) {
     b.layout = b.code + "_L";
@@ -566,6 +581,7 @@ absl::StatusOr<KernelSource> Emitter::Run() {
   out.entry = "kiln_" + k_.name;
   out.threads = threads_;
   PlanWarpSpecialised();
+  PlanStagedStores();
   out.launch_threads = threads_ + (ws_loop_ ? 128 : 0);
   // Scratch for cross-warp row reductions of register fragments.
   int64_t scratch = 0;
@@ -708,6 +724,7 @@ absl::StatusOr<KernelSource> Emitter::Run() {
     body += "  }\n";
     // TMA stores still reading their staging chunks finish first.
     if (tma_stage_off_ >= 0) body += "  kiln::tma_store_drain();\n";
+    if (ws_turns_) body += "  kiln::gemm_wg_turns_end(kiln_it > 0);\n";
     for (size_t m = 0; m < tensor_maps_.size(); ++m) {
       params.push_back(
           StrCat("const __grid_constant__ kiln::TensorMap kiln_map", m));

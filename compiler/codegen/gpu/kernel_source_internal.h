@@ -277,6 +277,13 @@ class Emitter {
   // (kiln::r2g_acc_tma), placing the staging chunks on first use; -1 where
   // that path does not apply.
   int TmaStoreMap(const Access& g, const Buf& acc);
+  // Pairs of top-level copies `copy Acc -> X` then `copy X -> G[...]`
+  // (a warpgroup accumulator through a shared tile that nothing else uses
+  // to a 16-bit tensor region) that a warp-specialised kernel stores
+  // straight from the accumulator (through TMA where it can, else register
+  // stores), leaving X unallocated: sets staged_stores_ and elided_tiles_.
+  void PlanStagedStores();
+  absl::Status EmitStagedStore(const Stmt& first, const Stmt& second);
   absl::Status EmitFill(const FillStmt& f, const Loc& loc);
   absl::Status EmitGemm(const GemmStmt& g, const Loc& loc);
 
@@ -392,12 +399,17 @@ class Emitter {
   // gemms are waited for at once and each stage freed when the iteration
   // ends.
   bool ws_fused_ = false;
+  // The ring's one gemm is fp8 over two consumer warpgroups, which issue
+  // their wgmma in turn (kiln::gemm_wg_promoted's TURNS).
+  bool ws_turns_ = false;
   int ws_groups_ = 1;  // barrier groups of the ring (fused: one per tile)
   int64_t ws_stages_ = 0;
   LoopRange ws_range_;
   std::vector<TmaCopy> ws_copies_;
   std::vector<const RasterizeStmt*> ws_rasterize_;
   std::vector<TensorMapSpec> tensor_maps_;
+  std::map<const Stmt*, const Stmt*> staged_stores_;  // first -> second
+  std::set<std::string> elided_tiles_;
   // Shared-memory offset of the TMA stores' staging chunks; -1: none.
   int64_t tma_stage_off_ = -1;
   int64_t smem_bytes_ = 0;

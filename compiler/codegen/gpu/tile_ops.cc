@@ -65,17 +65,115 @@ absl::Status Emitter::EmitCopy(const CopyStmt& c, const Loc& loc) {
   return st;
 }
 
+void Emitter::PlanStagedStores() {
+  if (!ws_loop_ || !dialect_.tma) return;
+  std::map<std::string, const Param*> tensors;
+  for (const Param& p : k_.params) {
+    if (p.is_tensor) tensors[p.name] = &p;
+  }
+  // Top-level statements (with everything in them) touching each name.
+  std::map<std::string, int> users;
+  for (const Stmt& s : k_.body) {
+    if (std::holds_alternative<AllocStmt>(s.node)) continue;
+    std::set<std::string> r, w;
+    AllAccesses(s, &r, &w);
+    r.insert(w.begin(), w.end());
+    for (const std::string& n : r) ++users[n];
+  }
+  for (size_t i = 0; i + 1 < k_.body.size(); ++i) {
+    auto* c1 = std::get_if<CopyStmt>(&k_.body[i].node);
+    auto* c2 = std::get_if<CopyStmt>(&k_.body[i + 1].node);
+    if (!c1 || !c2 || !Whole(c1->src) || !Whole(c1->dst) || !Whole(c2->src) ||
+        c2->src.name != c1->dst.name || users[c1->dst.name] != 2) {
+      continue;
+    }
+    auto acc = plan_.registers.find(c1->src.name);
+    auto tile = plan_.tiles.find(c1->dst.name);
+    auto out = tensors.find(c2->dst.name);
+    if (acc == plan_.registers.end() || !acc->second.warpgroup ||
+        tile == plan_.tiles.end() || out == tensors.end() ||
+        plan_.registers.count(tile->first) || plan_.rows.count(tile->first) ||
+        plan_.packed.count(tile->first) ||
+        plan_.wgmma_tiles.count(tile->first) ||
+        tile->second.scope == Scope::kLocal ||
+        (tile->second.dtype != DType::kF16 &&
+         tile->second.dtype != DType::kBF16) ||
+        out->second->dtype != tile->second.dtype ||
+        tile->second.dims !=
+            std::vector<int64_t>{acc->second.m, acc->second.n}) {
+      continue;
+    }
+    // The region: the tile's rows along one ranged (or whole) dim, its
+    // columns along the contiguous innermost one, single indices elsewhere.
+    const Param& p = *out->second;
+    if (!p.strides.empty()) {
+      auto st = FoldInt(p.strides.back());
+      if (!st || *st != 1) continue;
+    }
+    const std::vector<Slice>& sl = c2->dst.slices;
+    if (!c2->dst.has_slices || sl.size() != p.shape.size() || sl.size() < 2 ||
+        sl.size() > 5 || sl.back().kind == Slice::Kind::kIndex) {
+      continue;
+    }
+    std::vector<std::optional<int64_t>> extent;
+    for (size_t d = 0; d < sl.size(); ++d) {
+      if (sl[d].kind == Slice::Kind::kFull)
+        extent.push_back(FoldInt(p.shape[d]));
+      if (sl[d].kind == Slice::Kind::kRange) {
+        extent.push_back(FoldInt(sl[d].extent));
+      }
+    }
+    if (extent.size() != 2 || extent[0] != acc->second.m ||
+        extent[1] != acc->second.n) {
+      continue;
+    }
+    staged_stores_[&k_.body[i]] = &k_.body[i + 1];
+    elided_tiles_.insert(tile->first);
+  }
+}
+
+absl::Status Emitter::EmitStagedStore(const Stmt& first, const Stmt& second) {
+  const auto& c1 = std::get<CopyStmt>(first.node);
+  const auto& c2 = std::get<CopyStmt>(second.node);
+  Line(StrCat("// tiles ", At(first.loc), " and ", At(second.loc), ": ",
+              c1.src.name, " straight to ", c2.dst.name, " (", c1.dst.name,
+              " is not needed)"));
+  auto src = MakeAccess(c1.src);
+  if (!src.ok()) return src.status();
+  auto dst = MakeAccess(c2.dst);
+  if (!dst.ok()) return dst.status();
+  absl::Status st;
+  if (!TryFastCopy(*src, *dst, second.loc, "", false, &st)) {
+    return absl::InternalError(StrCat(At(second.loc), ": the store of ",
+                                      c1.src.name, " to ", c2.dst.name,
+                                      " was planned but does not apply"));
+  }
+  return st;
+}
+
 int Emitter::TmaStoreMap(const Access& g, const Buf& acc) {
   // A warpgroup-MMA accumulator held by every consumer warpgroup, stored
-  // to a rank-2 16-bit tensor in whole 64-column chunks, in a
-  // warp-specialised kernel (whose tensor maps the runtime builds).
+  // to a 16-bit tensor of rank 2 to 5 in whole 64-column chunks along its
+  // innermost dim (rows along one other dim, single indices elsewhere), in
+  // a warp-specialised kernel (whose tensor maps the runtime builds).
   const RegisterFragment* reg = acc.reg;
   const DType out = g.buf->dtype;
+  const size_t rank = g.free.size();
   if (!ws_loop_ || reg == nullptr || !reg->warpgroup ||
-      reg->warps_m * 128 != threads_ || acc.dims[1] % 64 != 0 ||
-      g.free.size() != 2 || (out != DType::kF16 && out != DType::kBF16)) {
+      reg->warps_m * 128 != threads_ || acc.dims.size() != 2 ||
+      acc.dims[1] % 64 != 0 || rank < 2 || rank > 5 || !g.free.back() ||
+      (out != DType::kF16 && out != DType::kBF16)) {
     return -1;
   }
+  std::vector<int64_t> box(rank, 1);  // innermost first
+  box[0] = 64;
+  int free = 0;
+  for (size_t d = 0; d + 1 < rank; ++d) {
+    if (!g.free[d]) continue;
+    ++free;
+    box[rank - 1 - d] = 64;
+  }
+  if (free != 1) return -1;
   // Two 8 KiB staging chunks per consumer warpgroup (kiln/tma.cuh), placed
   // once for the kernel where the block's shared memory has room.
   if (tma_stage_off_ < 0) {
@@ -92,7 +190,7 @@ int Emitter::TmaStoreMap(const Access& g, const Buf& acc) {
   TensorMapSpec spec;
   spec.param = g.name;
   spec.swizzle = 128;
-  spec.box = {64, 64};
+  spec.box = box;
   auto it = std::find(tensor_maps_.begin(), tensor_maps_.end(), spec);
   if (it != tensor_maps_.end())
     return static_cast<int>(it - tensor_maps_.begin());
@@ -193,10 +291,16 @@ bool Emitter::TryFastCopy(const Access& src, const Access& dst, const Loc& loc,
                  g.buf->strides[fd[0]], ", ", tb.code,
                  ", kiln_rlo, kiln_rhi, kiln_clo, kiln_chi);");
       if (auto map = TmaStoreMap(g, tb); map >= 0) {
+        // The tile's first element, innermost dim first.
+        std::string at;
+        for (size_t d = start.size(); d-- > 0;) {
+          StrAppend(&at, at.empty() ? "" : ", ", "(int)(", start[d], ")");
+        }
         Open("if (kiln_tma)");
-        Line(StrCat("kiln::r2g_acc_tma<", tag, ", ", tb.layout, ">(&kiln_map",
-                    map, ", kiln_smem + ", tma_stage_off_, ", ", tb.code,
-                    ", kiln_c0, kiln_r0);"));
+        Line(StrCat("kiln::r2g_acc_tma<", tag, ", ", tb.layout, ", ",
+                    start.size() - 1 - fd[0], ">(&kiln_map", map,
+                    ", kiln_smem + ", tma_stage_off_, ", ", tb.code, ", {", at,
+                    "});"));
         Close();
         Open("else");
         Line(stores);
@@ -603,12 +707,16 @@ absl::Status Emitter::EmitGemm(const GemmStmt& g, const Loc& loc) {
       const bool fp8 = DTypeBits(a->buf->dtype) == 8;
       const std::string instr =
           WgmmaInstr(rf.n, a->buf->dtype, g.transpose_a, !g.transpose_b);
+      // (In a warp-specialised fp8 main loop of two consumer warpgroups,
+      // they take turns: ws_turns_.)
+      const bool turns = fp8 && ws_turns_ && defer_wgmma_wait_;
       Line(StrCat(fp8 ? "kiln::gemm_wg_promoted<" : "kiln::gemm_wg<", instr,
                   ", ", rf.m, ", ", rf.n, ", ", *kd, ", ", fp8 ? 32 : 16, ", ",
                   rf.warps_m, ", ", g.transpose_a ? "true" : "false", ", ",
                   g.transpose_b ? "true" : "false", ", ", a->buf->layout, ", ",
-                  b->buf->layout, ">(", c->buf->code, ", ", a->buf->code, ", ",
-                  b->buf->code, ");"));
+                  b->buf->layout, turns ? ", true" : "", ">(", c->buf->code,
+                  ", ", a->buf->code, ", ", b->buf->code,
+                  turns ? ", kiln_it == 0" : "", ");"));
       if (!defer_wgmma_wait_ && !fp8) Line("kiln::wgmma_wait<0>();");
       return absl::OkStatus();
     }

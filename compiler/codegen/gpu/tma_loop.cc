@@ -186,12 +186,20 @@ absl::Status Emitter::EmitWsConsumer(const ForStmt& f, const LoopRange& range,
   // group each per iteration, and their accumulators.
   int groups = 0;
   std::set<std::string> accs;
+  bool fp8_pair = false;
   for (const Stmt& s : f.body) {
     if (auto* g = std::get_if<GemmStmt>(&s.node)) {
       ++groups;
-      accs.insert(bufs_.at(g->c.name).code);
+      const Buf& c = bufs_.at(g->c.name);
+      accs.insert(c.code);
+      fp8_pair = DTypeBits(bufs_.at(g->a.name).dtype) == 8 &&
+                 c.reg->warps_m == 2 && threads_ == 256;
     }
   }
+  // An fp8 gemm waits for its own product each stage (promotion): two
+  // consumer warpgroups take turns to issue, so that the tensor cores run
+  // one's wgmma while the other waits and adds.
+  ws_turns_ = !ws_fused_ && groups == 1 && fp8_pair;
   // The producer's copies: per ring tile, one TMA load per panel.
   for (const CopyStmt* c : ring) {
     const Buf& b = bufs_.at(c->dst.name);

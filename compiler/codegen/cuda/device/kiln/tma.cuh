@@ -116,13 +116,36 @@ __device__ __forceinline__ void tma_load<5>(void* dst, const TensorMap* map,
 // Stores the box of `map` at coordinates c (innermost first) from `src`
 // (laid out with the map's swizzle); elements outside the tensor are not
 // written. Completes in the bulk async-group committed next.
-__device__ __forceinline__ void tma_store_2d(const TensorMap* map,
-                                             const void* src, int c0, int c1) {
-  asm volatile(
-      "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%2, "
-      "%3}], [%1];\n" ::"l"(map),
-      "r"(smem_addr(src)), "r"(c0), "r"(c1)
-      : "memory");
+template <int RANK>
+__device__ __forceinline__ void tma_store(const TensorMap* map, const void* src,
+                                          const int (&c)[RANK]) {
+  static_assert(RANK >= 2 && RANK <= 5, "tensor maps have 2 to 5 dims");
+  const u32 s = smem_addr(src);
+  if constexpr (RANK == 2) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, "
+        "{%2, %3}], [%1];\n" ::"l"(map),
+        "r"(s), "r"(c[0]), "r"(c[1])
+        : "memory");
+  } else if constexpr (RANK == 3) {
+    asm volatile(
+        "cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [%0, "
+        "{%2, %3, %4}], [%1];\n" ::"l"(map),
+        "r"(s), "r"(c[0]), "r"(c[1]), "r"(c[2])
+        : "memory");
+  } else if constexpr (RANK == 4) {
+    asm volatile(
+        "cp.async.bulk.tensor.4d.global.shared::cta.tile.bulk_group [%0, "
+        "{%2, %3, %4, %5}], [%1];\n" ::"l"(map),
+        "r"(s), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3])
+        : "memory");
+  } else {
+    asm volatile(
+        "cp.async.bulk.tensor.5d.global.shared::cta.tile.bulk_group [%0, "
+        "{%2, %3, %4, %5, %6}], [%1];\n" ::"l"(map),
+        "r"(s), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]), "r"(c[4])
+        : "memory");
+  }
 }
 __device__ __forceinline__ void bulk_commit() {
   asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
@@ -161,22 +184,25 @@ __device__ __forceinline__ void stmatrix_x4(void* dst, u32 r0, u32 r1, u32 r2,
 constexpr int kTmaStoreStageBytes = 2 * 64 * 128;
 
 // Stores a warpgroup-MMA accumulator (L: WgAccLayout, N a multiple of 64),
-// rounded to T (f16_t, bf16_t), to the tensor of `map` (rank 2, box 64 x
-// 64, 128-byte swizzle) with the tile's first column and row at (c0, r0).
-// Each consumer warpgroup stores its own rows, 64 x 64 at a time: stmatrix
-// into one of its two staging chunks (`stage` + wg * kTmaStoreStageBytes,
-// 1024-byte aligned), then one thread issues the chunk's TMA store, which
-// runs on while the warpgroup goes on. A chunk is rewritten once the store
-// that last read it has (so the stores of one tile overlap the next
-// tile's main loop). Rows and columns outside the tensor are not written.
-// Before the block exits, the storing threads call tma_store_drain.
-template <typename T, typename L, int REGS>
+// rounded to T (f16_t, bf16_t), to the tensor of `map` (box 64 along dim
+// 0 and along ROW_DIM, 1 along the others, 128-byte swizzle) with the
+// tile's first element at coordinates c (innermost first: its columns run
+// along dim 0, its rows along ROW_DIM). Each consumer warpgroup stores its
+// own rows, 64 x 64 at a time: stmatrix into one of its two staging
+// chunks (`stage` + wg * kTmaStoreStageBytes, 1024-byte aligned), then one
+// thread issues the chunk's TMA store, which runs on while the warpgroup
+// goes on. A chunk is rewritten once the store that last read it has (so
+// the stores of one tile overlap the next tile's main loop). Elements
+// outside the tensor are not written. Before the block exits, the storing
+// threads call tma_store_drain.
+template <typename T, typename L, int ROW_DIM, int RANK, int REGS>
 __device__ __forceinline__ void r2g_acc_tma(const TensorMap* map,
                                             unsigned char* stage,
                                             const float (&acc)[REGS],
-                                            long long c0, long long r0) {
+                                            const int (&c)[RANK]) {
   static_assert(L::kTn % 8 == 0, "TMA stores take 64-column chunks");
   static_assert(L::kRegs == REGS, "accumulator size");
+  static_assert(ROW_DIM > 0 && ROW_DIM < RANK, "rows along another dim");
   const int wg = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4;
   const int lane = threadIdx.x % 32;
   const bool leader = threadIdx.x % 128 == 0;
@@ -205,8 +231,12 @@ __device__ __forceinline__ void r2g_acc_tma(const TensorMap* map,
       fence_proxy_async();
       warpgroup_sync(wg);
       if (leader) {
-        tma_store_2d(map, buf, (int)(c0 + j * 64),
-                     (int)(r0 + wg * L::kWm + mi * 64));
+        int at[RANK];
+#pragma unroll
+        for (int d = 0; d < RANK; ++d) at[d] = c[d];
+        at[0] += j * 64;
+        at[ROW_DIM] += wg * L::kWm + mi * 64;
+        tma_store<RANK>(map, buf, at);
         bulk_commit();
       }
     }

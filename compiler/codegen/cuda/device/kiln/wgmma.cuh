@@ -38,11 +38,13 @@ struct WgmmaTile {
                 "a wgmma operand tile needs rows of a multiple of 32 bytes");
   static_assert(ROWS % 8 == 0, "a wgmma operand tile needs rows in eights");
   enum : int {
-    kSpan = kRowBytes % 128 == 0 ? 128 : kRowBytes % 64 == 0 ? 64 : 32
+    kSpan = kRowBytes % 128 == 0  ? 128
+            : kRowBytes % 64 == 0 ? 64
+                                  : 32
   };
   enum : int { kPanel = kSpan / ELEM_BYTES };  // elements per panel row
   enum : int { kPerChunk = 16 / ELEM_BYTES };
-  enum : int { kChunks = kSpan / 16 };       // chunks per panel row
+  enum : int { kChunks = kSpan / 16 };         // chunks per panel row
   enum : int { kRowsPerPhase = 8 / kChunks };  // rows sharing one xor
   // Descriptor layout field: 1 = 128-byte, 2 = 64-byte, 3 = 32-byte swizzle.
   enum : int { kMode = kSpan == 128 ? 1 : kSpan == 64 ? 2 : 3 };
@@ -67,8 +69,8 @@ struct WgmmaTile {
   // The operand whose M (or N) runs along the columns (MN-major): columns
   // c0 .. (c0 a multiple of the panel width), the K step starting at row k0;
   // successive panels are ROWS * SPAN bytes apart (the leading offset).
-  __device__ __forceinline__ static u64 desc_mn_major(const void* base,
-                                                      int c0, int k0) {
+  __device__ __forceinline__ static u64 desc_mn_major(const void* base, int c0,
+                                                      int k0) {
     const u32 addr =
         smem_addr(base) + (c0 / kPanel) * (ROWS * kSpan) + k0 * kSpan;
     return encode(addr) | (encode(ROWS * kSpan) << 16) |
@@ -162,8 +164,7 @@ __device__ __forceinline__ void wgmma_fence_operands(u32 (&a)[N]) {
 // majorness (`static void mma(float (&)[N / 2], u64 desc_a, u64 desc_b,
 // int scale_d)`, generated with the kernel).
 template <typename INSTR, int M, int N, int K, int KSTEP, int WGS_M,
-          bool TRANS_A, bool TRANS_B, bool ACCUMULATE, typename LA,
-          typename LB>
+          bool TRANS_A, bool TRANS_B, bool ACCUMULATE, typename LA, typename LB>
 __device__ __forceinline__ void wgmma_tile(
     float (&acc)[(WgAccLayout<M, N, WGS_M>::kRegs)], const void* As,
     const void* Bs, int wg) {
@@ -178,8 +179,8 @@ __device__ __forceinline__ void wgmma_tile(
       const int m0 = wg * L::kWm + mi * 64;
       const u64 da = TRANS_A ? LA::desc_mn_major(As, m0, kk * KSTEP)
                              : LA::desc_k_major(As, m0, kk * KSTEP);
-      INSTR::mma(*reinterpret_cast<float(*)[N / 2]>(&acc[mi * (N / 2)]), da,
-                 db, ACCUMULATE || kk > 0 ? 1 : 0);
+      INSTR::mma(*reinterpret_cast<float(*)[N / 2]>(&acc[mi * (N / 2)]), da, db,
+                 ACCUMULATE || kk > 0 ? 1 : 0);
     }
   }
 }
@@ -247,26 +248,48 @@ __device__ __forceinline__ void gemm_wg_rs(
 // fresh register tile and added to acc in f32 once its group completes
 // (FP8 wgmma accumulates with about 14 bits of mantissa; promoting every
 // tile keeps long K accurate). Waits for its group.
+//
+// With TURNS (two consumer warpgroups), the warpgroups issue their wgmma
+// in turn (named barriers 4 and 5): warpgroup 0, then 1, then 0 again,
+// so that one adds its product while the tensor cores run the other's
+// instead of both waiting at once. `first` is true on warpgroup 0's first
+// call of the block (it waits for no turn); afterwards warpgroup 0 owes
+// one gemm_wg_turns_end before the block exits.
 template <typename INSTR, int M, int N, int K, int KSTEP, int WGS_M,
-          bool TRANS_A, bool TRANS_B, typename LA, typename LB>
+          bool TRANS_A, bool TRANS_B, typename LA, typename LB,
+          bool TURNS = false>
 __device__ __forceinline__ void gemm_wg_promoted(
     float (&acc)[(WgAccLayout<M, N, WGS_M>::kRegs)], const void* As,
-    const void* Bs) {
+    const void* Bs, bool first = false) {
   typedef WgAccLayout<M, N, WGS_M> L;
+  static_assert(!TURNS || WGS_M == 2, "turns are between two warpgroups");
   // (No warpgroup branch: see gemm_wg.)
   const int wg = threadIdx.x / 128;
   float part[L::kRegs];
 #pragma unroll
   for (int i = 0; i < L::kRegs; ++i) part[i] = 0.0f;
+  if (TURNS && !(wg == 0 && first)) {
+    asm volatile("bar.sync %0, 256;\n" ::"r"(4 + wg) : "memory");
+  }
   wgmma_fence_operands(part);
   wgmma_fence();
   wgmma_tile<INSTR, M, N, K, KSTEP, WGS_M, TRANS_A, TRANS_B, false, LA, LB>(
       part, As, Bs, wg);
   wgmma_commit();
+  if (TURNS) asm volatile("bar.arrive %0, 256;\n" ::"r"(5 - wg) : "memory");
   wgmma_wait<0>();
   wgmma_fence_operands(part);
 #pragma unroll
   for (int i = 0; i < L::kRegs; ++i) acc[i] += part[i];
+}
+
+// Warpgroup 0 takes the turn warpgroup 1 passed it after its last
+// gemm_wg_promoted<..., true> (when it made any), so that no barrier is
+// left half-arrived.
+__device__ __forceinline__ void gemm_wg_turns_end(bool any) {
+  if (threadIdx.x / 128 == 0 && any) {
+    asm volatile("bar.sync 4, 256;\n" ::: "memory");
+  }
 }
 
 }  // namespace kiln
