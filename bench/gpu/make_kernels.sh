@@ -66,15 +66,21 @@ if [ "$target" = sm_90a ]; then
     build gemm_${t}_wg128x128s6 $out/gemm_${t}_big.tile gemm BM=128 BN=128 BK=64 STAGES=6
   done
 fi
-# FP8 (e4m3) GEMM: the corpus program (B stored [N, K]).
+# FP8 (e4m3) GEMM: the corpus program (B stored [N, K]; on sm_90a its
+# cluster(2, 1, 1) pairs blocks that multicast A), and (`nc`) without the
+# cluster.
 build gemm_fp8_128x128s3 $corpus/gemm_fp8.tile gemm_fp8 BM=128 BN=128 BK=128 STAGES=3
 build gemm_fp8_128x128s4 $corpus/gemm_fp8.tile gemm_fp8 BM=128 BN=128 BK=128 STAGES=4
+sed 's/ cluster(2, 1, 1)//' $corpus/gemm_fp8.tile > $out/gemm_fp8_nc.tile
+build gemm_fp8_128x128s4nc $out/gemm_fp8_nc.tile gemm_fp8 BM=128 BN=128 BK=128 STAGES=4
 if [ "$target" = sm_90a ]; then
   # 256-deep tiles: half as many promotions (each waits for its tile's
   # wgmma). (The mma.sync path keeps a register accumulator in shared
   # memory instead: these tiles do not fit.)
   sed 's/tune BK in \[128\]/tune BK in [128, 256]/' $corpus/gemm_fp8.tile > $out/gemm_fp8_k256.tile
   build gemm_fp8_128x128k256s3 $out/gemm_fp8_k256.tile gemm_fp8 BM=128 BN=128 BK=256 STAGES=3
+  sed 's/ cluster(2, 1, 1)//' $out/gemm_fp8_k256.tile > $out/gemm_fp8_k256nc.tile
+  build gemm_fp8_128x128k256s3nc $out/gemm_fp8_k256nc.tile gemm_fp8 BM=128 BN=128 BK=256 STAGES=3
 fi
 sed -e 's/f16/bf16/g' -e 's/H, 128\]/H, 256]/g' -e 's/\(B[MN]\), 128\]/\1, 256]/g' \
   -e 's/(BM, 128)/(BM, 256)/g' $corpus/flash_attention_fwd.tile > $out/fa_bf16_d256.tile

@@ -285,7 +285,9 @@ absl::StatusOr<std::string> WriteKernelMetadata(
   if (options.block_threads > 0) *threads = StrCat(options.block_threads);
   StrAppend(&out, "\nblock ", *threads, " 1 1\n");
   out += "cluster";
-  if (lowered.cluster.empty()) {
+  if (options.cluster) {
+    for (int64_t c : *options.cluster) StrAppend(&out, " ", c);
+  } else if (lowered.cluster.empty()) {
     out += " 1 1 1";
   } else {
     for (const Expr& c : lowered.cluster) {

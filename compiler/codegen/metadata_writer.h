@@ -4,6 +4,7 @@
 #ifndef KILN_COMPILER_CODEGEN_METADATA_WRITER_H_
 #define KILN_COMPILER_CODEGEN_METADATA_WRITER_H_
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -36,6 +37,9 @@ struct MetadataOptions {
   // The kernel walks its grid itself (a `persistent` record): the runtime
   // launches min(grid blocks, multiprocessors) blocks along x.
   bool persistent = false;
+  // The cluster the kernel is written for, when the back end decides it
+  // (instead of the program's cluster(...)).
+  std::optional<std::array<int64_t, 3>> cluster;
 };
 
 // The prefix S-expression of an integer expression (kernel-handle.md,

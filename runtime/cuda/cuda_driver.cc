@@ -68,6 +68,14 @@ absl::Status Driver::Init() {
     api_.cuTensorMapEncodeTiled =
         reinterpret_cast<decltype(api_.cuTensorMapEncodeTiled)>(*sym);
   }
+  if (auto sym = lib_.FindSymbol("cuLaunchKernelEx"); sym.ok()) {
+    api_.cuLaunchKernelEx =
+        reinterpret_cast<decltype(api_.cuLaunchKernelEx)>(*sym);
+  }
+  if (auto sym = lib_.FindSymbol("cuOccupancyMaxActiveClusters"); sym.ok()) {
+    api_.cuOccupancyMaxActiveClusters =
+        reinterpret_cast<decltype(api_.cuOccupancyMaxActiveClusters)>(*sym);
+  }
   bind(api_.cuGetErrorName, "cuGetErrorName");
   bind(api_.cuGetErrorString, "cuGetErrorString");
   if (!missing.ok()) return missing;

@@ -26,6 +26,33 @@ using CUfunction = struct CUfunc_st*;
 using CUstream = struct CUstream_st*;
 using CUevent = struct CUevent_st*;
 
+// cuLaunchKernelEx's configuration (cuda.h's CUlaunchConfig and
+// CUlaunchAttribute, of which Kiln sets the cluster dimension only).
+inline constexpr int kLaunchAttributeClusterDimension = 4;
+struct LaunchAttribute {
+  int id = 0;
+  char pad[4] = {};
+  union {
+    char raw[64];
+    struct {
+      unsigned x, y, z;
+    } cluster;
+  } value = {};
+};
+struct LaunchConfig {
+  unsigned grid_x = 1, grid_y = 1, grid_z = 1;
+  unsigned block_x = 1, block_y = 1, block_z = 1;
+  unsigned shared_bytes = 0;
+  CUstream stream = nullptr;
+  LaunchAttribute* attrs = nullptr;
+  unsigned num_attrs = 0;
+};
+
+static_assert(sizeof(LaunchAttribute) == 72, "CUlaunchAttribute's layout");
+static_assert(offsetof(LaunchConfig, stream) == 32 &&
+                  offsetof(LaunchConfig, num_attrs) == 48,
+              "CUlaunchConfig's layout");
+
 struct DriverApi {
   CUresult (*cuInit)(unsigned);
   CUresult (*cuDriverGetVersion)(int*);
@@ -66,6 +93,10 @@ struct DriverApi {
                                      const unsigned* element_strides,
                                      int interleave, int swizzle,
                                      int l2_promotion, int oob_fill);
+  // Optional (CUDA 12+): thread-block clusters.
+  CUresult (*cuLaunchKernelEx)(const LaunchConfig*, CUfunction, void**, void**);
+  CUresult (*cuOccupancyMaxActiveClusters)(int*, CUfunction,
+                                           const LaunchConfig*);
   CUresult (*cuGetErrorName)(CUresult, const char**);
   CUresult (*cuGetErrorString)(CUresult, const char**);
 };

@@ -83,6 +83,47 @@ absl::StatusOr<std::unique_ptr<CudaKernel>> CudaKernel::Load(
   }
   k->resident_blocks_ =
       int64_t{std::max(1, dev->sm_count)} * std::max(1, per_sm);
+  // Clusters (kernels that multicast between the blocks of a pair): along
+  // x only, launched with cuLaunchKernelEx.
+  const KernelMetadata& md = k->metadata_;
+  const int64_t cx = md.cluster[0].AsConstant().value_or(0);
+  if (cx != 1 || md.cluster[1].AsConstant().value_or(0) != 1 ||
+      md.cluster[2].AsConstant().value_or(0) != 1) {
+    if (cx < 1 || cx > 8 || md.cluster[1].AsConstant().value_or(0) != 1 ||
+        md.cluster[2].AsConstant().value_or(0) != 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "kernel '", md.name,
+          "': clusters other than (1..8, 1, 1) are not supported"));
+    }
+    if (api.cuLaunchKernelEx == nullptr) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "kernel '", md.name, "' runs in clusters of ", cx,
+          " blocks, which needs cuLaunchKernelEx (a CUDA 12 driver)"));
+    }
+    k->cluster_x_ = static_cast<unsigned>(cx);
+    // A persistent kernel's resident blocks, as whole clusters (the
+    // device may fit fewer clusters than SMs / cluster size).
+    int clusters = 0;
+    if (md.persistent && api.cuOccupancyMaxActiveClusters != nullptr) {
+      LaunchAttribute attr;
+      attr.id = kLaunchAttributeClusterDimension;
+      attr.value.cluster = {k->cluster_x_, 1, 1};
+      LaunchConfig config;
+      config.grid_x = k->cluster_x_;
+      config.block_x =
+          static_cast<unsigned>(md.block[0].AsConstant().value_or(1));
+      config.shared_bytes = static_cast<unsigned>(md.shared_bytes);
+      config.attrs = &attr;
+      config.num_attrs = 1;
+      if (api.cuOccupancyMaxActiveClusters(&clusters, k->function_, &config) !=
+          0) {
+        clusters = 0;
+      }
+    }
+    k->resident_blocks_ =
+        clusters > 0 ? int64_t{clusters} * cx
+                     : std::max<int64_t>(cx, k->resident_blocks_ / cx * cx);
+  }
   return k;
 }
 
@@ -110,20 +151,47 @@ absl::Status CudaKernel::Launch(absl::Span<const ArgValue> args,
   auto enqueue = [&](const GpuBinding& bound, void** params) {
     // A persistent kernel walks the grid itself: as many blocks as are
     // resident at once (the launch reads only the grid and the block).
+    // In clusters along x, it walks the grid in groups of cluster_x_
+    // blocks along x (the grid's x extent rounded up).
     GpuBinding persistent;
     if (metadata_.persistent) {
-      const uint64_t blocks =
-          uint64_t{bound.grid[0]} * bound.grid[1] * bound.grid[2];
+      const uint64_t cx = cluster_x_;
+      const uint64_t blocks = (uint64_t{bound.grid[0]} + cx - 1) / cx * cx *
+                              bound.grid[1] * bound.grid[2];
       persistent.grid = {static_cast<unsigned>(std::min<uint64_t>(
                              blocks, static_cast<uint64_t>(resident_blocks_))),
                          1, 1};
       persistent.block = bound.block;
     }
+    const GpuBinding& b = metadata_.persistent ? persistent : bound;
+    if (cluster_x_ == 1) {
+      return driver_->Check(
+          CallLaunchKernel(driver_->api().cuLaunchKernel, function_, b,
+                           metadata_.shared_bytes, stream, params),
+          "cuLaunchKernel");
+    }
+    if (b.grid[0] % cluster_x_ != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("grid x extent ", b.grid[0],
+                       " is not a multiple of the cluster's ", cluster_x_));
+    }
+    LaunchAttribute attr;
+    attr.id = kLaunchAttributeClusterDimension;
+    attr.value.cluster = {cluster_x_, 1, 1};
+    LaunchConfig config;
+    config.grid_x = b.grid[0];
+    config.grid_y = b.grid[1];
+    config.grid_z = b.grid[2];
+    config.block_x = b.block[0];
+    config.block_y = b.block[1];
+    config.block_z = b.block[2];
+    config.shared_bytes = static_cast<unsigned>(metadata_.shared_bytes);
+    config.stream = stream;
+    config.attrs = &attr;
+    config.num_attrs = 1;
     return driver_->Check(
-        CallLaunchKernel(driver_->api().cuLaunchKernel, function_,
-                         metadata_.persistent ? persistent : bound,
-                         metadata_.shared_bytes, stream, params),
-        "cuLaunchKernel");
+        driver_->api().cuLaunchKernelEx(&config, function_, params, nullptr),
+        "cuLaunchKernelEx");
   };
   if (metadata_.tensor_maps.empty()) {
     return launcher_.Launch(metadata_, args, check, enqueue);

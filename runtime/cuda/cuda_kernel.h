@@ -82,6 +82,8 @@ class CudaKernel {
   // Blocks of this kernel resident at once on the device it was loaded on
   // (SMs times blocks per SM): a persistent kernel's grid.
   int64_t resident_blocks_ = 1;
+  // Blocks per cluster along x (the `cluster` record; 1: none).
+  unsigned cluster_x_ = 1;
   // The last tensor maps and the tensors they describe.
   mutable absl::Mutex maps_mu_;
   mutable std::vector<ArgValue> maps_for_ ABSL_GUARDED_BY(maps_mu_);

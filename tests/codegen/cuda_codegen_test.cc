@@ -552,6 +552,63 @@ TEST(CudaCodegenTest, GemmEpilogueStoresThroughTma) {
   EXPECT_THAT(plain->device_source, HasSubstr("kiln::r2g_acc<float"));
 }
 
+// The FP8 GEMM asks for cluster(2, 1, 1): its persistent blocks walk the
+// tiles in pairs along x, each loading half of the A tile (a tensor map of
+// half the rows) and multicasting it to both; each consumer warp frees a
+// stage in both blocks; the pair meets at a cluster barrier after setup
+// and before leaving. The producer keeps enough registers for that (no
+// spills). GEMMs that do not ask, or kernels that are not persistent
+// (attention), launch without clusters.
+TEST(CudaCodegenTest, Fp8GemmPairsBlocksInClustersWithMulticast) {
+  if (!HaveNvrtc()) GTEST_SKIP() << "NVRTC is not installed on this host";
+  CompileOptions o;
+  o.target = "sm_90a";
+  o.bindings = {{"BM", 128}, {"BN", 128}, {"BK", 128}, {"STAGES", 4}};
+  o.keep_ptx = true;
+  absl::StatusOr<CompiledKernel> out = Compile(
+      ReadFile(std::filesystem::path(KILN_CORPUS_DIR) / "gemm_fp8.tile"), o);
+  ASSERT_TRUE(out.ok()) << out.status();
+  absl::StatusOr<runtime::KernelMetadata> md =
+      runtime::ParseKernelMetadata(out->metadata);
+  ASSERT_TRUE(md.ok()) << md.status();
+  EXPECT_EQ(md->cluster[0].AsConstant(), 2);
+  EXPECT_TRUE(md->persistent);
+  ASSERT_GE(md->tensor_maps.size(), 2u);
+  EXPECT_EQ(md->tensor_maps[0].param, "A");
+  EXPECT_EQ(md->tensor_maps[0].box, (std::vector<int64_t>{128, 64}));
+  EXPECT_EQ(md->tensor_maps[1].box, (std::vector<int64_t>{128, 128}));
+  EXPECT_THAT(out->ptx, HasSubstr(".multicast::cluster"));
+  EXPECT_THAT(out->ptx, HasSubstr("mapa.shared::cluster"));
+  EXPECT_THAT(out->ptx, HasSubstr("barrier.cluster.arrive"));
+  EXPECT_THAT(out->device_source, HasSubstr("kiln_t += gridDim.x / 2"));
+  EXPECT_THAT(out->build_log, Not(HasSubstr("C75"))) << out->build_log;
+  EXPECT_EQ(md->ptxas.spill_stores, 0) << out->build_log;
+
+  o.bindings = {{"BM", 128}, {"BN", 128}, {"BK", 64}, {"STAGES", 3}};
+  absl::StatusOr<CompiledKernel> gemm = Compile(
+      ReadFile(std::filesystem::path(KILN_CORPUS_DIR) / "gemm.tile"), o);
+  ASSERT_TRUE(gemm.ok()) << gemm.status();
+  absl::StatusOr<runtime::KernelMetadata> plain =
+      runtime::ParseKernelMetadata(gemm->metadata);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ(plain->cluster[0].AsConstant(), 1);
+  EXPECT_THAT(gemm->ptx, Not(HasSubstr("multicast")));
+
+  // A program's cluster(...) on a kernel that is not persistent.
+  std::string attention = ReadFile(std::filesystem::path(KILN_CORPUS_DIR) /
+                                   "flash_attention_fwd.tile");
+  attention.replace(attention.find("threads(128)"), 12,
+                    "threads(128) cluster(2, 1, 1)");
+  o.kernel = "flash_attention_fwd";
+  o.bindings = {{"BM", 64}, {"BN", 64}, {"STAGES", 2}};
+  absl::StatusOr<CompiledKernel> fa = Compile(attention, o);
+  ASSERT_TRUE(fa.ok()) << fa.status();
+  absl::StatusOr<runtime::KernelMetadata> fa_md =
+      runtime::ParseKernelMetadata(fa->metadata);
+  ASSERT_TRUE(fa_md.ok()) << fa_md.status();
+  EXPECT_EQ(fa_md->cluster[0].AsConstant(), 1);
+}
+
 TEST(CudaCodegenTest, Sm90KeepsTheMmaSyncPath) {
   if (!HaveNvrtc()) GTEST_SKIP() << "NVRTC is not installed on this host";
   CompileOptions o;

@@ -236,9 +236,18 @@ std::vector<Case> Cases() {
   wide.label = "t256 persistent";
   wide.edits = {{"threads(128)", "threads(256)"}};
   c.push_back(wide);
+  // The same in clusters of two blocks along x (sm_90a: each block loads
+  // half of the A tile and multicasts it to both), with an odd number of
+  // column tiles (9: the last pair's second block has no tile).
+  Case pairs = wide;
+  pairs.label = "t256 cluster";
+  pairs.edits.push_back(
+      {"threads(256) (bx, by)", "threads(256) cluster(2, 1, 1) (bx, by)"});
+  c.push_back(pairs);
   // FP8 over more tiles than resident blocks, ragged in M: on sm_90a the
-  // two consumer warpgroups take turns to issue across tiles, and C is
-  // stored straight from the accumulator through TMA.
+  // two consumer warpgroups take turns to issue across tiles, C is stored
+  // straight from the accumulator through TMA, and the program's
+  // cluster(2, 1, 1) pairs blocks that multicast A (17 column tiles: odd).
   Case fp8_wide{"gemm_fp8.tile",
                 "gemm_fp8",
                 {{"BM", 128}, {"BN", 128}, {"BK", 128}, {"STAGES", 3}},

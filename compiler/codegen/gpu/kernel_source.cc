@@ -283,7 +283,18 @@ absl::Status Emitter::ElementBody(const Block& b) { return EmitBlock(b, true); }
 // ------------------------------------------------------------ statements
 
 absl::Status Emitter::EmitBlock(const Block& b, bool element) {
+  // A cluster pair's second block may walk past the grid's x extent (an
+  // odd extent): it runs the main loop with its partner (out-of-range
+  // loads read zeros) but not what follows it.
+  const bool guard_tail = &b == &k_.body && ws_cluster_ > 1;
+  bool guarded = false;
   for (size_t i = 0; i < b.size(); ++i) {
+    if (guard_tail && !guarded && i > 0 &&
+        std::get_if<ForStmt>(&b[i - 1].node) == ws_loop_) {
+      Flush();
+      Open(StrCat("if (", Mangle(k_.block_vars[0]), " < kiln_grid0)"));
+      guarded = true;
+    }
     auto staged = staged_stores_.find(&b[i]);
     if (!element && staged != staged_stores_.end() && i + 1 < b.size() &&
         staged->second == &b[i + 1]) {
@@ -292,6 +303,10 @@ absl::Status Emitter::EmitBlock(const Block& b, bool element) {
       continue;
     }
     KILN_GPU_RETURN_IF_ERROR(EmitStmt(b[i], element));
+  }
+  if (guarded) {
+    Flush();
+    Close();
   }
   return absl::OkStatus();
 }
@@ -541,7 +556,7 @@ absl::Status Emitter::EmitRasterize(const RasterizeStmt& r) {
   Line("const long long kiln_p = kiln::max_(" + *p + ", 1LL);");
   // (A persistent kernel walks the program's grid itself.)
   Line(Persistent()
-           ? std::string("const long long kiln_gx = kiln_grid0, kiln_gy = "
+           ? std::string("const long long kiln_gx = kiln_walk0, kiln_gy = "
                          "kiln_grid1;")
            : std::string(
                  "const long long kiln_gx = gridDim.x, kiln_gy = gridDim.y;"));
@@ -565,6 +580,11 @@ absl::Status Emitter::EmitRasterize(const RasterizeStmt& r) {
     Line(by + " = kiln_in / kiln_cols;");
   }
   Close();
+  // (A cluster pair's blocks: the pair was rasterised.)
+  if (Persistent() && ws_cluster_ > 1 && !ws_rasterize_.empty() &&
+      &r == ws_rasterize_.back()) {
+    Line(PairX());
+  }
   return absl::OkStatus();
 }
 
@@ -581,6 +601,7 @@ absl::StatusOr<KernelSource> Emitter::Run() {
   out.entry = "kiln_" + k_.name;
   out.threads = threads_;
   PlanWarpSpecialised();
+  PlanCluster();
   PlanStagedStores();
   out.launch_threads = threads_ + (ws_loop_ ? 128 : 0);
   // Scratch for cross-warp row reductions of register fragments.
@@ -697,6 +718,13 @@ absl::StatusOr<KernelSource> Emitter::Run() {
       }
       prologue.push_back(StrCat("const long long kiln_grid", d, " = ", g, ";"));
     }
+    // The x extent walked: pairs of blocks in a cluster pair.
+    prologue.push_back(
+        ws_cluster_ > 1 ? "const long long kiln_walk0 = (kiln_grid0 + 1) / 2;"
+                        : "const long long kiln_walk0 = kiln_grid0;");
+    if (ws_cluster_ > 1) {
+      prologue.push_back("const unsigned kiln_rank = kiln::cluster_rank();");
+    }
   }
   for (size_t d = 0; d < k_.block_vars.size(); ++d) {
     const std::string v = Mangle(k_.block_vars[d]);
@@ -725,6 +753,8 @@ absl::StatusOr<KernelSource> Emitter::Run() {
     // TMA stores still reading their staging chunks finish first.
     if (tma_stage_off_ >= 0) body += "  kiln::tma_store_drain();\n";
     if (ws_turns_) body += "  kiln::gemm_wg_turns_end(kiln_it > 0);\n";
+    if (ws_cluster_ > 1) body += "  kiln::cluster_sync();\n";
+    out.cluster_x = ws_cluster_;
     for (size_t m = 0; m < tensor_maps_.size(); ++m) {
       params.push_back(
           StrCat("const __grid_constant__ kiln::TensorMap kiln_map", m));

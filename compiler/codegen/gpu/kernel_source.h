@@ -37,6 +37,8 @@ struct KernelSource {
   std::vector<TensorMapSpec> tensor_maps;  // kernel parameters, in order
   // Walks the grid: launch as many blocks as are resident at once.
   bool persistent = false;
+  // Blocks per cluster along x the kernel is written for (1: none).
+  int64_t cluster_x = 1;
 };
 
 // Kernel ABI (compiler/docs/kernel-handle.md, "CUDA target ABI", the same

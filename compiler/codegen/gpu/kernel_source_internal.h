@@ -299,6 +299,10 @@ class Emitter {
     std::vector<std::string> coord;  // per map dim (innermost first), C++
     int64_t panels = 1, panel_elems = 0, panel_bytes = 0;
     int64_t off0 = 0, ring_off = 0, slot = 0;  // shared-memory offsets
+    // Loaded half by each block of a cluster pair (rows split), each half
+    // multicast to both.
+    bool multicast = false;
+    int64_t half_rows = 0;
   };
   // Emits the consumer loop of ws_loop_ (called from EmitPipelined with
   // its range, ring copies and stage count) and records what the producer
@@ -340,6 +344,12 @@ class Emitter {
   // (`when`: a C++ condition and "&& ", or empty.)
   void ReleaseEmpty(int group, const std::string& slot,
                     const std::string& when = "");
+  // Pairs the blocks of a persistent warp-specialised kernel into clusters
+  // of two along x where the program asks for cluster(2, 1, 1) and one
+  // ring copy does not depend on the x block index: that tile is loaded
+  // half by each block and multicast to both. Sets ws_cluster_ and
+  // ws_mc_tile_.
+  void PlanCluster();
   // The setup both roles run and the producer warpgroup's branch, as text
   // (emitted by EmitProducer after the consumers).
   absl::StatusOr<std::string> ProducerCode();
@@ -347,6 +357,8 @@ class Emitter {
   // `for (tile ...) { bx = ...; by = ...;` over the program's grid, for a
   // persistent kernel (one open brace: the caller closes it).
   std::string TileLoopHead() const;
+  // In a cluster pair: the block's x from its pair's (bx = 2 * bx + rank).
+  std::string PairX() const;
   // The generated m64nNk16 wgmma instruction wrapper for these operands
   // (its definition goes before the kernel); returns its name.
   // With `a_regs`, the form that takes A from registers.
@@ -402,7 +414,10 @@ class Emitter {
   // The ring's one gemm is fp8 over two consumer warpgroups, which issue
   // their wgmma in turn (kiln::gemm_wg_promoted's TURNS).
   bool ws_turns_ = false;
-  int ws_groups_ = 1;  // barrier groups of the ring (fused: one per tile)
+  int ws_groups_ = 1;
+  // Blocks per cluster (along x) and the ring tile they multicast.
+  int ws_cluster_ = 1;
+  std::string ws_mc_tile_;  // barrier groups of the ring (fused: one per tile)
   int64_t ws_stages_ = 0;
   LoopRange ws_range_;
   std::vector<TmaCopy> ws_copies_;

@@ -48,6 +48,9 @@ absl::StatusOr<RenderedKernel> RenderKernel(const Kernel& k,
   }
   mo.tensor_maps = src->tensor_maps;
   mo.persistent = src->persistent;
+  // Blocks are clustered only where the kernel uses it (a multicast pair);
+  // elsewhere a program's cluster(...) asks for nothing the kernel needs.
+  mo.cluster = std::array<int64_t, 3>{src->cluster_x, 1, 1};
   auto md = WriteKernelMetadata(k, mo);
   if (!md.ok()) return md.status();
   out.metadata = std::move(*md);

@@ -31,8 +31,10 @@ namespace kiln::compiler::gpu::internal {
 namespace {
 
 // Registers per thread after setmaxnreg (multiples of 8): the producer
-// issues TMA only.
+// issues TMA only (ptxas allocates the producer's code within them; the
+// multicast loads of a cluster pair need a few more).
 constexpr int kProducerRegs = 40;
+constexpr int kMulticastProducerRegs = 56;
 
 bool Uses(const Expr& e, const std::set<std::string>& allowed) {
   std::set<std::string> used;
@@ -175,6 +177,38 @@ void Emitter::PlanWarpSpecialised() {
   }
 }
 
+void Emitter::PlanCluster() {
+  if (!Persistent() || k_.cluster.empty() || k_.block_vars.empty()) return;
+  for (size_t d = 0; d < k_.cluster.size(); ++d) {
+    auto c = FoldInt(k_.cluster[d]);
+    if (!c || *c != (d == 0 ? 2 : 1)) return;
+  }
+  // The ring copy whose region does not depend on the x block index: both
+  // blocks of a pair (x = 2c, 2c + 1) load the same tile.
+  const std::set<std::string> bx = {k_.block_vars[0]};
+  for (const Stmt& s : ws_loop_->body) {
+    auto* c = std::get_if<CopyStmt>(&s.node);
+    if (!c || !c->src.has_slices || c->src.slices.size() != 2) continue;
+    bool uses_bx = false;
+    for (const Slice& sl : c->src.slices) {
+      std::set<std::string> used;
+      if (sl.kind != Slice::Kind::kFull) ExprUses(sl.start, &used);
+      for (const std::string& u : used) uses_bx |= bx.count(u) > 0;
+    }
+    auto t = plan_.tiles.find(c->dst.name);
+    if (uses_bx || t == plan_.tiles.end() || t->second.dims.size() != 2 ||
+        !plan_.wgmma_tiles.count(c->dst.name)) {
+      continue;
+    }
+    // Each block loads half the rows: whole 1024-byte swizzle atoms (8
+    // rows of at most 128 bytes) per half.
+    if (t->second.dims[0] % 16 != 0) continue;
+    ws_cluster_ = 2;
+    ws_mc_tile_ = c->dst.name;
+    return;
+  }
+}
+
 absl::Status Emitter::EmitWsConsumer(const ForStmt& f, const LoopRange& range,
                                      const std::vector<const CopyStmt*>& ring,
                                      int64_t stages) {
@@ -220,6 +254,8 @@ absl::Status Emitter::EmitWsConsumer(const ForStmt& f, const LoopRange& range,
     spec.param = c->src.name;
     spec.swizzle = static_cast<int>(span);
     t.rank = static_cast<int>(sl.size());
+    t.multicast = ws_cluster_ > 1 && c->dst.name == ws_mc_tile_;
+    if (t.multicast) t.half_rows = b.dims[0] / 2;
     for (size_t i = sl.size(); i-- > 0;) {
       // (A whole dim starts at 0.)
       std::string start = "0";
@@ -230,8 +266,9 @@ absl::Status Emitter::EmitWsConsumer(const ForStmt& f, const LoopRange& range,
       }
       t.coord.push_back("(int)(" + start + ")");
       const bool inner = i + 1 == sl.size();
+      const int64_t rows = t.multicast ? b.dims[0] / 2 : b.dims[0];
       spec.box.push_back(inner                               ? t.panel_elems
-                         : sl[i].kind != Slice::Kind::kIndex ? b.dims[0]
+                         : sl[i].kind != Slice::Kind::kIndex ? rows
                                                              : 1);
     }
     auto it = std::find(tensor_maps_.begin(), tensor_maps_.end(), spec);
@@ -528,24 +565,46 @@ void Emitter::WaitFull(int group, const std::string& slot,
 
 void Emitter::ReleaseEmpty(int group, const std::string& slot,
                            const std::string& when) {
-  // Lane 0 of each consumer warp arrives (the barrier counts warps).
-  Line(StrCat("if (", when,
-              "threadIdx.x % 32 == 0) kiln::mbar_arrive(&kiln_empty[",
-              BarIndex(group, slot), "]);"));
+  // Lane 0 of each consumer warp arrives (the barrier counts warps). In a
+  // cluster pair the barrier counts warpgroups of both blocks (the
+  // partner's producer multicasts into this block's slot): each
+  // warpgroup's first warp arrives here, its second on the partner's.
+  const std::string bar = StrCat("&kiln_empty[", BarIndex(group, slot), "]");
+  if (ws_cluster_ > 1) {
+    Line(StrCat("if (", when, "threadIdx.x % 128 == 0) kiln::mbar_arrive(", bar,
+                ");"));
+    Line(StrCat("if (", when, "threadIdx.x % 128 == 32) ",
+                "kiln::mbar_arrive_cluster(", bar, ", kiln_rank ^ 1);"));
+    return;
+  }
+  Line(StrCat("if (", when, "threadIdx.x % 32 == 0) kiln::mbar_arrive(", bar,
+              ");"));
 }
 
 std::string Emitter::TileLoopHead() const {
   if (!Persistent()) return "{";
+  // A cluster pair walks the grid of pairs (kiln_walk0 = ceil(grid0 / 2)
+  // along x) in step; its blocks take x = 2 * pair + rank.
+  const bool pairs = ws_cluster_ > 1;
   std::string head =
-      "for (long long kiln_t = blockIdx.x; kiln_t < kiln_grid0 * kiln_grid1 "
-      "* kiln_grid2; kiln_t += gridDim.x) {";
-  const char* dims[3] = {"kiln_t % kiln_grid0",
-                         "kiln_t / kiln_grid0 % kiln_grid1",
-                         "kiln_t / (kiln_grid0 * kiln_grid1)"};
+      pairs ? "for (long long kiln_t = blockIdx.x / 2; kiln_t < kiln_walk0 * "
+              "kiln_grid1 * kiln_grid2; kiln_t += gridDim.x / 2) {"
+            : "for (long long kiln_t = blockIdx.x; kiln_t < kiln_walk0 * "
+              "kiln_grid1 * kiln_grid2; kiln_t += gridDim.x) {";
+  const char* dims[3] = {"kiln_t % kiln_walk0",
+                         "kiln_t / kiln_walk0 % kiln_grid1",
+                         "kiln_t / (kiln_walk0 * kiln_grid1)"};
   for (size_t d = 0; d < k_.block_vars.size() && d < 3; ++d) {
     StrAppend(&head, " ", Mangle(k_.block_vars[d]), " = ", dims[d], ";");
   }
+  // (With a rasterize, it places the pair first: EmitRasterize.)
+  if (pairs && ws_rasterize_.empty()) StrAppend(&head, " ", PairX());
   return head;
+}
+
+std::string Emitter::PairX() const {
+  const std::string bx = Mangle(k_.block_vars[0]);
+  return StrCat(bx, " = ", bx, " * 2 + kiln_rank;");
 }
 
 absl::StatusOr<std::string> Emitter::ProducerCode() {
@@ -572,15 +631,24 @@ absl::Status Emitter::EmitProducer() {
   Open("if (threadIdx.x == 0)");
   Open(StrCat("for (int kiln_s = 0; kiln_s < ", bars, "; ++kiln_s)"));
   Line("kiln::mbar_init(&kiln_full[kiln_s], 1);");
-  Line(StrCat("kiln::mbar_init(&kiln_empty[kiln_s], ", T / 32,
-              ");  // one arrival per consumer warp"));
+  if (ws_cluster_ > 1) {
+    Line(StrCat("kiln::mbar_init(&kiln_empty[kiln_s], ", ws_cluster_ * T / 128,
+                ");  // one arrival per consumer warpgroup of the pair"));
+  } else {
+    Line(StrCat("kiln::mbar_init(&kiln_empty[kiln_s], ", T / 32,
+                ");  // one arrival per consumer warp"));
+  }
   Close();
   Line("kiln::mbar_init_fence();");
   Close();
-  Line("__syncthreads();");
+  // (A cluster pair's barriers are armed before either block's loads or
+  // remote arrivals reach them.)
+  Line(ws_cluster_ > 1 ? "kiln::cluster_sync();" : "__syncthreads();");
   const bool rebalance = T + 128 > 256;
   Open(StrCat("if (threadIdx.x >= ", T, ")"));
-  if (rebalance) Line(StrCat("kiln::regs_dec<", kProducerRegs, ">();"));
+  const int64_t producer_regs =
+      ws_cluster_ > 1 ? kMulticastProducerRegs : kProducerRegs;
+  if (rebalance) Line(StrCat("kiln::regs_dec<", producer_regs, ">();"));
   // (With no TMA copies the loop kept its cp.async ring: nothing to do.)
   if (!ws_copies_.empty()) {
     Open(StrCat("if (kiln_tma && threadIdx.x == ", T, ")"));
@@ -627,6 +695,17 @@ absl::Status Emitter::EmitProducer() {
           StrAppend(&c, d ? ", " : "", t.coord[d],
                     d == 0 && p ? StrCat(" + ", p * t.panel_elems) : "");
         }
+        if (t.multicast) {
+          // This block's half of the rows, to both blocks of the pair.
+          const int64_t half = t.panel_bytes / 2;
+          Line(StrCat("kiln::tma_load_multicast_2d(kiln_dst + ",
+                      p * t.panel_bytes, " + kiln_rank * ", half, ", &kiln_map",
+                      t.map, ", &kiln_full[", BarIndex(g, "kiln_slot"), "], ",
+                      t.coord[0], p ? StrCat(" + ", p * t.panel_elems) : "",
+                      ", ", t.coord[1], " + (int)kiln_rank * ", t.half_rows,
+                      ", 0x3);"));
+          continue;
+        }
         Line(StrCat("kiln::tma_load<", t.rank, ">(kiln_dst + ",
                     p * t.panel_bytes, ", &kiln_map", t.map, ", &kiln_full[",
                     BarIndex(g, "kiln_slot"), "], {", c, "});"));
@@ -637,13 +716,16 @@ absl::Status Emitter::EmitProducer() {
     Close();  // tiles
     Close();
   }
+  // (No block of a cluster pair leaves while the other may still arrive
+  // on its barriers.)
+  if (ws_cluster_ > 1) Line("kiln::cluster_sync();");
   Line("return;");
   Close();
   if (rebalance) {
-    // 65536 registers: 128 producer threads at kProducerRegs, the rest
+    // 65536 registers: 128 producer threads at producer_regs, the rest
     // shared by the consumers (a multiple of 8, at most 256).
     const int64_t regs =
-        std::min<int64_t>(256, (65536 - 128 * kProducerRegs) / T / 8 * 8);
+        std::min<int64_t>(256, (65536 - 128 * producer_regs) / T / 8 * 8);
     Line(StrCat("kiln::regs_inc<", regs, ">();"));
   }
   return absl::OkStatus();

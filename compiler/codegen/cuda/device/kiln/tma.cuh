@@ -113,6 +113,48 @@ __device__ __forceinline__ void tma_load<5>(void* dst, const TensorMap* map,
       : "memory");
 }
 
+// The 2-d load of tma_load, multicast: the box lands at the same
+// shared-memory offset (dst, and the bytes on `bar`) in every block of the
+// cluster whose bit is set in `mask`.
+__device__ __forceinline__ void tma_load_multicast_2d(void* dst,
+                                                      const TensorMap* map,
+                                                      u64* bar, int c0, int c1,
+                                                      unsigned short mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::"
+      "bytes.multicast::cluster [%0], [%1, {%3, %4}], [%2], %5;\n" ::"r"(
+          smem_addr(dst)),
+      "l"(map), "r"(smem_addr(bar)), "r"(c0), "r"(c1), "h"(mask)
+      : "memory");
+}
+
+// This block's rank in its cluster.
+__device__ __forceinline__ u32 cluster_rank() {
+  u32 r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+// Arrives on the mbarrier at `bar`'s offset in the cluster's block `cta`.
+__device__ __forceinline__ void mbar_arrive_cluster(u64* bar, u32 cta) {
+  asm volatile(
+      "{\n"
+      ".reg .b32 remote;\n"
+      "mapa.shared::cluster.u32 remote, %0, %1;\n"
+      "mbarrier.arrive.shared::cluster.b64 _, [remote];\n"
+      "}\n" ::"r"(smem_addr(bar)),
+      "r"(cta)
+      : "memory");
+}
+// A barrier over every thread of the cluster (each warp whole), ordering
+// the shared-memory writes before it (barrier initialisation) before the
+// reads after it in every block.
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile(
+      "barrier.cluster.arrive.release.aligned;\n"
+      "barrier.cluster.wait.acquire.aligned;\n" ::
+          : "memory");
+}
+
 // Stores the box of `map` at coordinates c (innermost first) from `src`
 // (laid out with the map's swizzle); elements outside the tensor are not
 // written. Completes in the bulk async-group committed next.
