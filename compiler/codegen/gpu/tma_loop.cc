@@ -462,9 +462,11 @@ std::optional<Emitter::Overlap> Emitter::PlanOverlap(
   if (!g1_a.packed_from.empty()) o.g1_a = g1_a.code;
   // Both accumulators and the packed A operand stay live across the
   // element-wise code. Measured (CUDA 13, H200): ptxas spills past 160
-  // registers, or past 128 where the launch leaves 168 per thread (three
-  // warpgroups), and at 128 of 168 the pipelined loop already runs slower
-  // than the plain one; those loops keep the plain form.
+  // registers. With two consumer warpgroups (three with the producer) the
+  // pipelined loop runs slower than the plain one even where it fits
+  // (128x128 tiles, 160 live registers of the consumers' 232, no spills:
+  // -4 to -11% at head dims 64 and 128; the warpgroups already overlap one
+  // another's softmax and gemms), so those loops keep the plain form.
   const int64_t live = acc0.reg->regs() + acc1.reg->regs() +
                        (o.g1_a.empty() ? 0 : acc0.reg->regs() / 2);
   const int64_t cap = std::min<int64_t>(255, 65536 / (threads_ + 128) / 8 * 8);
