@@ -520,6 +520,44 @@ TEST(CudaCodegenTest, TwoConsumerWarpgroupsRebalanceRegisters) {
   EXPECT_EQ(md->ptxas.spill_stores, 0) << out->build_log;
 }
 
+// setmaxnreg.inc waits until the registers it asks for are free in the
+// block's own allocation (ptxas's count per thread, times the block):
+// the producer's decrease and the consumers' increase must stay within it,
+// or the kernel hangs. Two and four consumer warpgroups.
+TEST(CudaCodegenTest, RegisterRebalanceStaysWithinTheLaunchAllocation) {
+  if (!HaveNvrtc()) GTEST_SKIP() << "NVRTC is not installed on this host";
+  for (const auto& [threads, bm, bk] :
+       std::vector<std::tuple<int, int, int>>{{256, 128, 64}, {512, 256, 32}}) {
+    SCOPED_TRACE(threads);
+    std::string source =
+        ReadFile(std::filesystem::path(KILN_CORPUS_DIR) / "gemm.tile");
+    source.replace(source.find("threads(128)"), 12,
+                   "threads(" + std::to_string(threads) + ")");
+    CompileOptions o;
+    o.target = "sm_90a";
+    o.bindings = {{"BM", bm}, {"BN", 128}, {"BK", bk}, {"STAGES", 3}};
+    o.keep_ptx = true;
+    absl::StatusOr<CompiledKernel> out = Compile(source, o);
+    ASSERT_TRUE(out.ok()) << out.status();
+    absl::StatusOr<runtime::KernelMetadata> md =
+        runtime::ParseKernelMetadata(out->metadata);
+    ASSERT_TRUE(md.ok()) << md.status();
+    auto value = [&](const std::string& op) {
+      const std::string key = "setmaxnreg." + op + ".sync.aligned.u32 ";
+      const size_t at = out->ptx.find(key);
+      EXPECT_NE(at, std::string::npos) << op;
+      return at == std::string::npos
+                 ? 0
+                 : std::stoi(out->ptx.substr(at + key.size()));
+    };
+    const int dec = value("dec"), inc = value("inc");
+    EXPECT_GT(inc, dec);
+    EXPECT_EQ(md->block[0].AsConstant(), threads + 128);
+    EXPECT_LE(128 * dec + threads * inc, md->ptxas.registers * (threads + 128))
+        << "dec " << dec << " inc " << inc << " launch " << md->ptxas.registers;
+  }
+}
+
 // The warp-specialised GEMM's epilogue: each consumer warpgroup writes its
 // rows of the accumulator to shared memory with stmatrix (128-byte
 // swizzle) and one thread stores them with TMA, 64 x 64 at a time, from a

@@ -724,10 +724,14 @@ absl::Status Emitter::EmitProducer() {
   Line("return;");
   Close();
   if (rebalance) {
-    // 65536 registers: 128 producer threads at producer_regs, the rest
-    // shared by the consumers (a multiple of 8, at most 256).
-    const int64_t regs =
-        std::min<int64_t>(256, (65536 - 128 * producer_regs) / T / 8 * 8);
+    // setmaxnreg.inc only takes registers the block already holds: it
+    // launches with `launch` per thread (65536 over its threads, as
+    // ptxas allocates under __launch_bounds__(T + 128, 1)), and what the
+    // producer gives back is shared by the consumers (a multiple of 8, at
+    // most 256). Asking for more waits forever.
+    const int64_t launch = std::min<int64_t>(255, 65536 / (T + 128)) / 8 * 8;
+    const int64_t regs = std::min<int64_t>(
+        256, (launch * (T + 128) - 128 * producer_regs) / T / 8 * 8);
     Line(StrCat("kiln::regs_inc<", regs, ">();"));
   }
   return absl::OkStatus();
