@@ -147,6 +147,27 @@ TEST(MetadataWriterTest, RoundTripsThroughTheRuntimeReader) {
   EXPECT_EQ(md->assumptions[1].text, "splits >= 1");
 }
 
+// A back end that decides the cluster (the GPU render: only kernels that
+// pair their blocks are launched in clusters) overrides the program's
+// cluster(...).
+TEST(MetadataWriterTest, TheBackEndsClusterOverridesTheProgramsHeader) {
+  auto k = testing::ParseKernel(kGemm);
+  ASSERT_TRUE(k.ok()) << k.status();
+  compiler::MetadataOptions o{"sm_90a", "gemm_kernel", 0};
+  o.cluster = std::array<int64_t, 3>{1, 1, 1};
+  absl::StatusOr<std::string> text = compiler::WriteKernelMetadata(*k, o);
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_THAT(*text, ::testing::HasSubstr("\ncluster 1 1 1\n"));
+  o.cluster = std::array<int64_t, 3>{2, 1, 1};
+  text = compiler::WriteKernelMetadata(*k, o);
+  ASSERT_TRUE(text.ok()) << text.status();
+  absl::StatusOr<runtime::KernelMetadata> md =
+      runtime::ParseKernelMetadata(*text);
+  ASSERT_TRUE(md.ok()) << md.status();
+  EXPECT_EQ(md->cluster[0].AsConstant(), 2);
+  EXPECT_EQ(md->cluster[1].AsConstant(), 1);
+}
+
 // A compiler-added producer warpgroup and TMA tensor maps (sm_90a):
 // `block` is the launched block and each map is a `tensormap` record the
 // runtime reads back.
