@@ -295,9 +295,7 @@ absl::Status Emitter::EmitBlock(const Block& b, bool element) {
       Open(StrCat("if (", Mangle(k_.block_vars[0]), " < kiln_grid0)"));
       guarded = true;
     }
-    auto staged = staged_stores_.find(&b[i]);
-    if (!element && staged != staged_stores_.end() && i + 1 < b.size() &&
-        staged->second == &b[i + 1]) {
+    if (!element && staged_stores_.count(&b[i]) && i + 1 < b.size()) {
       KILN_GPU_RETURN_IF_ERROR(EmitStagedStore(b[i], b[i + 1]));
       ++i;
       continue;

@@ -273,10 +273,11 @@ class Emitter {
                    const std::string& dst_ptr_override, bool wait,
                    absl::Status* st);
   // The tensor map (index into tensor_maps_) through which a register
-  // accumulator `acc` is stored to global region `g` with TMA
+  // accumulator `acc` is stored to global region `g` (its rows along dim
+  // `row_dim`, its columns along the innermost dim) with TMA
   // (kiln::r2g_acc_tma), placing the staging chunks on first use; -1 where
   // that path does not apply.
-  int TmaStoreMap(const Access& g, const Buf& acc);
+  int TmaStoreMap(const Access& g, size_t row_dim, const Buf& acc);
   // Pairs of top-level copies `copy Acc -> X` then `copy X -> G[...]`
   // (a warpgroup accumulator through a shared tile that nothing else uses
   // to a 16-bit tensor region) that a warp-specialised kernel stores
@@ -299,9 +300,8 @@ class Emitter {
     std::vector<std::string> coord;  // per map dim (innermost first), C++
     int64_t panels = 1, panel_elems = 0, panel_bytes = 0;
     int64_t off0 = 0, ring_off = 0, slot = 0;  // shared-memory offsets
-    // Loaded half by each block of a cluster pair (rows split), each half
-    // multicast to both.
-    bool multicast = false;
+    // Rows each block of a cluster pair loads and multicasts to both (half
+    // the tile's); 0: not multicast.
     int64_t half_rows = 0;
   };
   // Emits the consumer loop of ws_loop_ (called from EmitPipelined with
@@ -423,7 +423,8 @@ class Emitter {
   std::vector<TmaCopy> ws_copies_;
   std::vector<const RasterizeStmt*> ws_rasterize_;
   std::vector<TensorMapSpec> tensor_maps_;
-  std::map<const Stmt*, const Stmt*> staged_stores_;  // first -> second
+  // The first copy of each such pair (the second is the next statement).
+  std::set<const Stmt*> staged_stores_;
   std::set<std::string> elided_tiles_;
   // Shared-memory offset of the TMA stores' staging chunks; -1: none.
   int64_t tma_stage_off_ = -1;
@@ -441,6 +442,12 @@ class Emitter {
   int uid_ = 0;
 };
 
+// Is `r` a region of tensor parameter `p` that a whole rank-2 tile of
+// `dims` fills as a TMA box does: the tensor's innermost dim contiguous,
+// the tile's columns along it, its rows along one other ranged (or whole)
+// dim, a single index in every other dim, at most 5 dims?
+bool IsTileRegion(const Param& p, const Region& r,
+                  const std::vector<int64_t>& dims);
 // Names used by a block (loads, regions, stores) and declared in it.
 void CollectUses(const Block& b, std::set<std::string>* used,
                  std::set<std::string>* declared);

@@ -103,31 +103,8 @@ void Emitter::PlanStagedStores() {
             std::vector<int64_t>{acc->second.m, acc->second.n}) {
       continue;
     }
-    // The region: the tile's rows along one ranged (or whole) dim, its
-    // columns along the contiguous innermost one, single indices elsewhere.
-    const Param& p = *out->second;
-    if (!p.strides.empty()) {
-      auto st = FoldInt(p.strides.back());
-      if (!st || *st != 1) continue;
-    }
-    const std::vector<Slice>& sl = c2->dst.slices;
-    if (!c2->dst.has_slices || sl.size() != p.shape.size() || sl.size() < 2 ||
-        sl.size() > 5 || sl.back().kind == Slice::Kind::kIndex) {
-      continue;
-    }
-    std::vector<std::optional<int64_t>> extent;
-    for (size_t d = 0; d < sl.size(); ++d) {
-      if (sl[d].kind == Slice::Kind::kFull)
-        extent.push_back(FoldInt(p.shape[d]));
-      if (sl[d].kind == Slice::Kind::kRange) {
-        extent.push_back(FoldInt(sl[d].extent));
-      }
-    }
-    if (extent.size() != 2 || extent[0] != acc->second.m ||
-        extent[1] != acc->second.n) {
-      continue;
-    }
-    staged_stores_[&k_.body[i]] = &k_.body[i + 1];
+    if (!IsTileRegion(*out->second, c2->dst, tile->second.dims)) continue;
+    staged_stores_.insert(&k_.body[i]);
     elided_tiles_.insert(tile->first);
   }
 }
@@ -151,29 +128,22 @@ absl::Status Emitter::EmitStagedStore(const Stmt& first, const Stmt& second) {
   return st;
 }
 
-int Emitter::TmaStoreMap(const Access& g, const Buf& acc) {
+int Emitter::TmaStoreMap(const Access& g, size_t row_dim, const Buf& acc) {
   // A warpgroup-MMA accumulator held by every consumer warpgroup, stored
-  // to a 16-bit tensor of rank 2 to 5 in whole 64-column chunks along its
-  // innermost dim (rows along one other dim, single indices elsewhere), in
-  // a warp-specialised kernel (whose tensor maps the runtime builds).
+  // to a 16-bit tensor of rank 2 to 5 in whole 64-column chunks, in a
+  // warp-specialised kernel (whose tensor maps the runtime builds).
   const RegisterFragment* reg = acc.reg;
   const DType out = g.buf->dtype;
   const size_t rank = g.free.size();
   if (!ws_loop_ || reg == nullptr || !reg->warpgroup ||
       reg->warps_m * 128 != threads_ || acc.dims.size() != 2 ||
-      acc.dims[1] % 64 != 0 || rank < 2 || rank > 5 || !g.free.back() ||
+      acc.dims[1] % 64 != 0 || rank < 2 || rank > 5 ||
       (out != DType::kF16 && out != DType::kBF16)) {
     return -1;
   }
   std::vector<int64_t> box(rank, 1);  // innermost first
   box[0] = 64;
-  int free = 0;
-  for (size_t d = 0; d + 1 < rank; ++d) {
-    if (!g.free[d]) continue;
-    ++free;
-    box[rank - 1 - d] = 64;
-  }
-  if (free != 1) return -1;
+  box[rank - 1 - row_dim] = 64;
   // Two 8 KiB staging chunks per consumer warpgroup (kiln/tma.cuh), placed
   // once for the kernel where the block's shared memory has room.
   if (tma_stage_off_ < 0) {
@@ -290,7 +260,7 @@ bool Emitter::TryFastCopy(const Access& src, const Access& dst, const Loc& loc,
           StrCat("kiln::r2g_acc<", tag, ", ", tb.layout, ">(", gp, ", ",
                  g.buf->strides[fd[0]], ", ", tb.code,
                  ", kiln_rlo, kiln_rhi, kiln_clo, kiln_chi);");
-      if (auto map = TmaStoreMap(g, tb); map >= 0) {
+      if (auto map = TmaStoreMap(g, fd[0], tb); map >= 0) {
         // The tile's first element, innermost dim first.
         std::string at;
         for (size_t d = start.size(); d-- > 0;) {

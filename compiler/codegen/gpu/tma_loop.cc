@@ -47,6 +47,27 @@ bool Uses(const Expr& e, const std::set<std::string>& allowed) {
 
 }  // namespace
 
+bool IsTileRegion(const Param& p, const Region& r,
+                  const std::vector<int64_t>& dims) {
+  if (!p.is_tensor || !r.has_slices || dims.size() != 2 ||
+      r.slices.size() != p.shape.size() || p.shape.size() > 5 ||
+      r.slices.back().kind == Slice::Kind::kIndex) {
+    return false;
+  }
+  // The innermost dim is contiguous (row-major, or a unit stride).
+  if (!p.strides.empty()) {
+    auto st = FoldInt(p.strides.back());
+    if (!st || *st != 1) return false;
+  }
+  std::vector<std::optional<int64_t>> extent;
+  for (size_t d = 0; d < r.slices.size(); ++d) {
+    const Slice& sl = r.slices[d];
+    if (sl.kind == Slice::Kind::kFull) extent.push_back(FoldInt(p.shape[d]));
+    if (sl.kind == Slice::Kind::kRange) extent.push_back(FoldInt(sl.extent));
+  }
+  return extent.size() == 2 && extent[0] == dims[0] && extent[1] == dims[1];
+}
+
 void Emitter::PlanWarpSpecialised() {
   if (!dialect_.tma || threads_ % 128 != 0 || threads_ + 128 > 1024) return;
   // Names the producer can evaluate at the top of the kernel.
@@ -103,36 +124,15 @@ void Emitter::PlanWarpSpecialised() {
         if (read.count(c->dst.name) || !plan_.wgmma_tiles.count(c->dst.name) ||
             t == plan_.tiles.end() || !Whole(c->dst) ||
             written[c->dst.name] != 1 || p->second->dtype != t->second.dtype ||
-            !c->src.has_slices || p->second->shape.size() > 5) {
+            !IsTileRegion(*p->second, c->src, t->second.dims) ||
+            t->second.dims[0] > 256) {
           return false;
         }
-        // The innermost dim is contiguous (row-major, or a unit stride).
-        const Param& param = *p->second;
-        if (!param.strides.empty()) {
-          auto st = FoldInt(param.strides.back());
-          if (!st || *st != 1) return false;
-        }
-        // The tile's columns run along the tensor's innermost dim, its rows
-        // along one other ranged (or whole) dim; every other dim is a
-        // single index.
-        const std::vector<Slice>& sl = c->src.slices;
-        if (sl.size() != param.shape.size()) return false;
-        std::vector<std::optional<int64_t>> extent;
-        for (size_t d = 0; d < sl.size(); ++d) {
-          if (sl[d].kind == Slice::Kind::kFull) {
-            extent.push_back(FoldInt(param.shape[d]));
-            continue;
+        // (The producer evaluates the region's starts.)
+        for (const Slice& sl : c->src.slices) {
+          if (sl.kind != Slice::Kind::kFull && !Uses(sl.start, names)) {
+            return false;
           }
-          if (!Uses(sl[d].start, names)) return false;
-          if (sl[d].kind == Slice::Kind::kRange) {
-            extent.push_back(FoldInt(sl[d].extent));
-          }
-        }
-        const std::vector<int64_t>& dims = t->second.dims;
-        if (extent.size() != 2 || sl.back().kind == Slice::Kind::kIndex ||
-            dims.size() != 2 || extent[0] != dims[0] || extent[1] != dims[1] ||
-            dims[0] > 256) {
-          return false;
         }
         ++copies;
         continue;
@@ -254,8 +254,9 @@ absl::Status Emitter::EmitWsConsumer(const ForStmt& f, const LoopRange& range,
     spec.param = c->src.name;
     spec.swizzle = static_cast<int>(span);
     t.rank = static_cast<int>(sl.size());
-    t.multicast = ws_cluster_ > 1 && c->dst.name == ws_mc_tile_;
-    if (t.multicast) t.half_rows = b.dims[0] / 2;
+    if (ws_cluster_ > 1 && c->dst.name == ws_mc_tile_) {
+      t.half_rows = b.dims[0] / 2;
+    }
     for (size_t i = sl.size(); i-- > 0;) {
       // (A whole dim starts at 0.)
       std::string start = "0";
@@ -266,7 +267,7 @@ absl::Status Emitter::EmitWsConsumer(const ForStmt& f, const LoopRange& range,
       }
       t.coord.push_back("(int)(" + start + ")");
       const bool inner = i + 1 == sl.size();
-      const int64_t rows = t.multicast ? b.dims[0] / 2 : b.dims[0];
+      const int64_t rows = t.half_rows > 0 ? t.half_rows : b.dims[0];
       spec.box.push_back(inner                               ? t.panel_elems
                          : sl[i].kind != Slice::Kind::kIndex ? rows
                                                              : 1);
@@ -697,20 +698,19 @@ absl::Status Emitter::EmitProducer() {
           StrAppend(&c, d ? ", " : "", t.coord[d],
                     d == 0 && p ? StrCat(" + ", p * t.panel_elems) : "");
         }
-        if (t.multicast) {
-          // This block's half of the rows, to both blocks of the pair.
-          const int64_t half = t.panel_bytes / 2;
-          Line(StrCat("kiln::tma_load_multicast_2d(kiln_dst + ",
-                      p * t.panel_bytes, " + kiln_rank * ", half, ", &kiln_map",
-                      t.map, ", &kiln_full[", BarIndex(g, "kiln_slot"), "], ",
-                      t.coord[0], p ? StrCat(" + ", p * t.panel_elems) : "",
-                      ", ", t.coord[1], " + (int)kiln_rank * ", t.half_rows,
-                      ", 0x3);"));
+        const std::string dst = StrCat("kiln_dst + ", p * t.panel_bytes);
+        const std::string bar =
+            StrCat("&kiln_full[", BarIndex(g, "kiln_slot"), "]");
+        if (t.half_rows > 0) {
+          // This block's half of the rows (a rank-2 map), to both blocks
+          // of the pair.
+          Line(StrCat("kiln::tma_load_multicast_2d(", dst, " + kiln_rank * ",
+                      t.panel_bytes / 2, ", &kiln_map", t.map, ", ", bar, ", ",
+                      c, " + (int)kiln_rank * ", t.half_rows, ", 0x3);"));
           continue;
         }
-        Line(StrCat("kiln::tma_load<", t.rank, ">(kiln_dst + ",
-                    p * t.panel_bytes, ", &kiln_map", t.map, ", &kiln_full[",
-                    BarIndex(g, "kiln_slot"), "], {", c, "});"));
+        Line(StrCat("kiln::tma_load<", t.rank, ">(", dst, ", &kiln_map", t.map,
+                    ", ", bar, ", {", c, "});"));
       }
       Close();
     }
