@@ -12,6 +12,29 @@ namespace kiln::runtime::cuda {
 namespace {
 constexpr int kFuncMaxDynamicShared = 8;
 constexpr int64_t kDefaultShared = 48 * 1024;
+
+// cuLaunchKernelEx's configuration for `grid` and `block` in clusters of
+// `cx` blocks along x; `attr` (the cluster dimension) is filled in and
+// must outlive the configuration.
+LaunchConfig ClusterConfig(const std::array<unsigned, 3>& grid,
+                           const std::array<unsigned, 3>& block, unsigned cx,
+                           int64_t shared_bytes, CUstream stream,
+                           LaunchAttribute* attr) {
+  attr->id = kLaunchAttributeClusterDimension;
+  attr->value.cluster = {cx, 1, 1};
+  LaunchConfig config;
+  config.grid_x = grid[0];
+  config.grid_y = grid[1];
+  config.grid_z = grid[2];
+  config.block_x = block[0];
+  config.block_y = block[1];
+  config.block_z = block[2];
+  config.shared_bytes = static_cast<unsigned>(shared_bytes);
+  config.stream = stream;
+  config.attrs = attr;
+  config.num_attrs = 1;
+  return config;
+}
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<CudaKernel>> CudaKernel::Load(
@@ -87,10 +110,10 @@ absl::StatusOr<std::unique_ptr<CudaKernel>> CudaKernel::Load(
   // x only, launched with cuLaunchKernelEx.
   const KernelMetadata& md = k->metadata_;
   const int64_t cx = md.cluster[0].AsConstant().value_or(0);
-  if (cx != 1 || md.cluster[1].AsConstant().value_or(0) != 1 ||
-      md.cluster[2].AsConstant().value_or(0) != 1) {
-    if (cx < 1 || cx > 8 || md.cluster[1].AsConstant().value_or(0) != 1 ||
-        md.cluster[2].AsConstant().value_or(0) != 1) {
+  const bool along_x = md.cluster[1].AsConstant().value_or(0) == 1 &&
+                       md.cluster[2].AsConstant().value_or(0) == 1;
+  if (cx != 1 || !along_x) {
+    if (cx < 1 || cx > 8 || !along_x) {
       return absl::InvalidArgumentError(absl::StrCat(
           "kernel '", md.name,
           "': clusters other than (1..8, 1, 1) are not supported"));
@@ -106,15 +129,10 @@ absl::StatusOr<std::unique_ptr<CudaKernel>> CudaKernel::Load(
     int clusters = 0;
     if (md.persistent && api.cuOccupancyMaxActiveClusters != nullptr) {
       LaunchAttribute attr;
-      attr.id = kLaunchAttributeClusterDimension;
-      attr.value.cluster = {k->cluster_x_, 1, 1};
-      LaunchConfig config;
-      config.grid_x = k->cluster_x_;
-      config.block_x =
-          static_cast<unsigned>(md.block[0].AsConstant().value_or(1));
-      config.shared_bytes = static_cast<unsigned>(md.shared_bytes);
-      config.attrs = &attr;
-      config.num_attrs = 1;
+      const LaunchConfig config = ClusterConfig(
+          {k->cluster_x_, 1, 1},
+          {static_cast<unsigned>(md.block[0].AsConstant().value_or(1)), 1, 1},
+          k->cluster_x_, md.shared_bytes, nullptr, &attr);
       if (api.cuOccupancyMaxActiveClusters(&clusters, k->function_, &config) !=
           0) {
         clusters = 0;
@@ -176,19 +194,8 @@ absl::Status CudaKernel::Launch(absl::Span<const ArgValue> args,
                        " is not a multiple of the cluster's ", cluster_x_));
     }
     LaunchAttribute attr;
-    attr.id = kLaunchAttributeClusterDimension;
-    attr.value.cluster = {cluster_x_, 1, 1};
-    LaunchConfig config;
-    config.grid_x = b.grid[0];
-    config.grid_y = b.grid[1];
-    config.grid_z = b.grid[2];
-    config.block_x = b.block[0];
-    config.block_y = b.block[1];
-    config.block_z = b.block[2];
-    config.shared_bytes = static_cast<unsigned>(metadata_.shared_bytes);
-    config.stream = stream;
-    config.attrs = &attr;
-    config.num_attrs = 1;
+    const LaunchConfig config = ClusterConfig(
+        b.grid, b.block, cluster_x_, metadata_.shared_bytes, stream, &attr);
     return driver_->Check(
         driver_->api().cuLaunchKernelEx(&config, function_, params, nullptr),
         "cuLaunchKernelEx");
