@@ -234,18 +234,36 @@ def bench_attention(rows):
                 del q, k, v, o, lse
 
 
-def profile():
-    """One launch of each main kernel, for Nsight Compute (ncu): the bf16
-    GEMM at 4096^3 and attention at head dim 128, 4k tokens."""
-    a = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
-    b = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
-    c = torch.empty(4096, 4096, device="cuda", dtype=torch.bfloat16)
-    Kernel("gemm_bf16_wg128x256s4").launcher(a, b, c)()
-    torch.matmul(a, b)
-    q, k, v = (torch.randn(4, 4096, 16, 128, device="cuda", dtype=torch.bfloat16)
-               for _ in range(3))
-    o = torch.empty_like(q)
-    Kernel("fa_d128_t256bn128").launcher(q, k, v, o, 128 ** -0.5)()
+def profile(picks):
+    """One launch of each chosen kernel and of its reference, for Nsight
+    Compute (ncu). `picks`: KIND=NAME words (KIND gemm: bf16 GEMM at 4096^3
+    beside torch.matmul; fp8: e4m3 GEMM at 4096^3 beside torch._scaled_mm;
+    attn: bf16 attention, head dim 128, 4k tokens, beside both SDPA
+    backends); with none, the main sm_90a GEMM and attention kernels."""
+    picks = dict(p.split("=", 1) for p in picks) or {
+        "gemm": "gemm_bf16_wg128x256s4", "attn": "fa_d128_t256bn128"}
+    if "gemm" in picks:
+        a = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+        b = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+        c = torch.empty(4096, 4096, device="cuda", dtype=torch.bfloat16)
+        Kernel(picks["gemm"]).launcher(a, b, c)()
+        torch.matmul(a, b)
+    if "fp8" in picks:
+        a = torch.randn(4096, 4096, device="cuda").to(torch.float8_e4m3fn)
+        b = torch.randn(4096, 4096, device="cuda").to(torch.float8_e4m3fn)
+        c = torch.empty(4096, 4096, device="cuda", dtype=torch.bfloat16)
+        Kernel(picks["fp8"]).launcher(a, b, c, 1.0, 1.0)()
+        one = torch.ones((), device="cuda")
+        torch._scaled_mm(a, b.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+    if "attn" in picks:
+        q, k, v = (torch.randn(4, 4096, 16, 128, device="cuda", dtype=torch.bfloat16)
+                   for _ in range(3))
+        o = torch.empty_like(q)
+        Kernel(picks["attn"]).launcher(q, k, v, o, 128 ** -0.5)()
+        qt, kt, vt = (x.transpose(1, 2) for x in (q, k, v))
+        for backend in (SDPBackend.FLASH_ATTENTION, SDPBackend.CUDNN_ATTENTION):
+            with sdpa_kernel(backend):
+                F.scaled_dot_product_attention(qt, kt, vt)
     torch.cuda.synchronize()
 
 
@@ -253,8 +271,8 @@ def main():
     torch.manual_seed(0)
     rows = []
     what = sys.argv[1:] or ["gemm", "fp8", "attention"]
-    if "profile" in what:
-        profile()
+    if what[0] == "profile":
+        profile(what[1:])
         return
     if "gemm" in what:
         bench_gemm(rows)

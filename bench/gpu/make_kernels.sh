@@ -81,6 +81,11 @@ if [ "$target" = sm_90a ]; then
   build gemm_fp8_128x128k256s3 $out/gemm_fp8_k256.tile gemm_fp8 BM=128 BN=128 BK=256 STAGES=3
   sed 's/ cluster(2, 1, 1)//' $out/gemm_fp8_k256.tile > $out/gemm_fp8_k256nc.tile
   build gemm_fp8_128x128k256s3nc $out/gemm_fp8_k256nc.tile gemm_fp8 BM=128 BN=128 BK=256 STAGES=3
+  # Deeper rings (cuBLASLt's FP8 kernel runs 128x128x128 tiles 6 stages
+  # deep); 6 stages leave just room for the TMA-store staging.
+  sed 's/tune STAGES in \[3, 4\]/tune STAGES in [3, 4, 5, 6]/' $out/gemm_fp8_nc.tile > $out/gemm_fp8_deep.tile
+  build gemm_fp8_128x128s5nc $out/gemm_fp8_deep.tile gemm_fp8 BM=128 BN=128 BK=128 STAGES=5
+  build gemm_fp8_128x128s6nc $out/gemm_fp8_deep.tile gemm_fp8 BM=128 BN=128 BK=128 STAGES=6
 fi
 sed -e 's/f16/bf16/g' -e 's/H, 128\]/H, 256]/g' -e 's/\(B[MN]\), 128\]/\1, 256]/g' \
   -e 's/(BM, 128)/(BM, 256)/g' $corpus/flash_attention_fwd.tile > $out/fa_bf16_d256.tile

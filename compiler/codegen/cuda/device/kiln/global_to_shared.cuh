@@ -49,6 +49,28 @@ __device__ __forceinline__ void g2s_tile_async(T* smem, const T* g,
   if (aligned && r_lo == 0 && r_hi == Layout::kRows && c_lo == 0 &&
       c_hi == Layout::kCols) {
     // The whole tile is inside the tensor: one cp.async per chunk.
+    constexpr int kRowsPerIt = THREADS / kChunks;
+    if constexpr (THREADS % kChunks == 0 &&
+                  kRowsPerIt % Layout::kRowPeriod == 0) {
+      // Each thread copies the same chunk column of rows kRowsPerIt apart,
+      // whose shared offsets (a whole number of layout periods apart) and
+      // global addresses differ by constant steps: one address pair per
+      // thread, not a swizzle and a 64-bit product per chunk (the main loop
+      // of a GEMM has no registers to keep those across iterations).
+      const int r0 = tid / kChunks;
+      const int c = (tid % kChunks) * kPer;
+      T* const s = smem + Layout::offset(r0, c);
+      const T* const src = g + r0 * row_stride + c;
+      const long long step = kRowsPerIt * row_stride;
+#pragma unroll
+      for (int it = 0; it < kIters; ++it) {
+        if (kTotal % THREADS == 0 || r0 + it * kRowsPerIt < Layout::kRows) {
+          cp_async_16(s + it * kRowsPerIt * Layout::kRowPitch, src + it * step,
+                      16);
+        }
+      }
+      return;
+    }
 #pragma unroll
     for (int it = 0; it < kIters; ++it) {
       const int i = tid + it * THREADS;

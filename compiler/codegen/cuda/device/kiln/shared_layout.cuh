@@ -15,6 +15,8 @@ template <int ROWS, int COLS, int PAD = 0>
 struct RowMajor {
   enum : int { kRows = ROWS, kCols = COLS };
   enum : int { kElems = ROWS * (COLS + PAD) };
+  // offset(r + kRowPeriod, c) == offset(r, c) + kRowPeriod * kRowPitch.
+  enum : int { kRowPeriod = 1, kRowPitch = COLS + PAD };
   __device__ __forceinline__ static int offset(int r, int c) {
     return r * (COLS + PAD) + c;
   }
@@ -38,6 +40,8 @@ struct Swizzled {
                                 : 1
   };
   enum : int { kRowsPerPhase = 8 / kGroup };  // rows sharing an xor
+  // offset(r + kRowPeriod, c) == offset(r, c) + kRowPeriod * kRowPitch.
+  enum : int { kRowPeriod = 8, kRowPitch = COLS };
   __device__ __forceinline__ static int chunk_of(int r, int chunk) {
     return chunk ^ ((r / kRowsPerPhase) % kGroup);
   }

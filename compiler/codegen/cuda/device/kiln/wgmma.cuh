@@ -46,6 +46,8 @@ struct WgmmaTile {
   enum : int { kPerChunk = 16 / ELEM_BYTES };
   enum : int { kChunks = kSpan / 16 };         // chunks per panel row
   enum : int { kRowsPerPhase = 8 / kChunks };  // rows sharing one xor
+  // offset(r + kRowPeriod, c) == offset(r, c) + kRowPeriod * kRowPitch.
+  enum : int { kRowPeriod = 8, kRowPitch = kPanel };
   // Descriptor layout field: 1 = 128-byte, 2 = 64-byte, 3 = 32-byte swizzle.
   enum : int { kMode = kSpan == 128 ? 1 : kSpan == 64 ? 2 : 3 };
   __device__ __forceinline__ static int offset(int r, int c) {
@@ -226,8 +228,8 @@ __device__ __forceinline__ void gemm_wg_rs(
     const void* Bs) {
   typedef WgAccLayout<M, N, WGS_M> L;
   static_assert(K % 16 == 0, "gemm_wg_rs needs K in whole 16-element steps");
-  // (No warpgroup branch: see gemm_wg.)
-  const int wg = threadIdx.x / 128;
+  // (No warpgroup branch: see gemm_wg. The register A operand is the
+  // warpgroup's own.)
   wgmma_fence_operands(acc);
   wgmma_fence();
 #pragma unroll
