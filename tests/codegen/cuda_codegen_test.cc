@@ -225,6 +225,12 @@ TEST(CudaCodegenTest, ElementMasksCompareIn32BitsAgainstAHoistedBound) {
               HasSubstr("((((int)(((int)(i)) - ((int)(j)))) >= kiln_cmp"));
   EXPECT_THAT(causal->device_source, HasSubstr(", -64LL), 64LL);"));
   EXPECT_THAT(causal->build_log, Not(HasSubstr("C75"))) << causal->build_log;
+  // Where every element passes (a key tile wholly inside the sequence, or
+  // wholly below the diagonal), a branch runs the statement without the
+  // comparison: the largest j is 63, the smallest i - j is -63.
+  EXPECT_THAT(full->device_source, HasSubstr("if (63 < kiln_cmp"));
+  EXPECT_THAT(full->device_source, HasSubstr("= (true ? acc_s[kiln_q"));
+  EXPECT_THAT(causal->device_source, HasSubstr("if (-63 >= kiln_cmp"));
 
   const std::string quadratic = R"(
 kernel sq(X: f32[N], Y: f32[N])

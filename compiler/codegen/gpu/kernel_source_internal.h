@@ -373,8 +373,16 @@ class Emitter {
   absl::Status EmitAtomicAdd(const AtomicAddStmt& a, const Loc& loc);
   absl::Status EmitParallel(const ParallelStmt& p, const Loc& loc);
   // The parallel's body with its element-index comparisons in 32 bits
-  // against bounds it emits before the element loop (tile_ops.cc).
-  absl::StatusOr<Block> HoistElementComparisons(
+  // against bounds it emits before the element loop (tile_ops.cc); and,
+  // when a run-time test (`all_true`, C++) shows that every element passes
+  // those comparisons, the body with them replaced by `true` (a mask over
+  // a tile wholly inside the sequence or below the causal diagonal).
+  struct HoistedBody {
+    Block body;
+    Block all_true_body;
+    std::string all_true;  // empty: no such test
+  };
+  absl::StatusOr<HoistedBody> HoistElementComparisons(
       const ParallelStmt& p, const std::vector<Expr>& extents);
 
   // Does an op on these buffers touch shared memory (so needs a barrier)?

@@ -424,15 +424,18 @@ bool IsComparison(BinaryOp op) {
 // to L's range widened by one (which keeps every comparison's outcome).
 // A mask like `k * BN + j < S` then costs one 32-bit compare per element
 // instead of 64-bit index arithmetic.
-absl::StatusOr<Block> Emitter::HoistElementComparisons(
+absl::StatusOr<Emitter::HoistedBody> Emitter::HoistElementComparisons(
     const ParallelStmt& p, const std::vector<Expr>& extents) {
   std::set<std::string> elem(p.vars.begin(), p.vars.end());
   std::map<std::string, int64_t> ext;
   for (size_t d = 0; d < p.vars.size() && d < extents.size(); ++d) {
     auto n = FoldInt(extents[d]);
-    if (!n || *n < 1 || *n > (1 << 20)) return p.body;
+    if (!n || *n < 1 || *n > (1 << 20)) return HoistedBody{p.body, {}, ""};
     ext[p.vars[d]] = *n;
   }
+  // The hoisted bounds whose comparison holds for every element when
+  // (C++) the test beside them does.
+  std::map<std::string, std::string> all_true;
   std::set<std::string> inner, unused;  // names the body declares
   CollectUses(p.body, &unused, &inner);
   // A term free of the element variables, hoistable before the loop: an
@@ -487,24 +490,60 @@ absl::StatusOr<Block> Emitter::HoistElementComparisons(
     Line(StrCat("const int ", name, " = (int)kiln::min_(kiln::max_(0LL", bound,
                 ", ", lo - 1, "LL), ", hi + 1, "LL);"));
     vars_[name] = {name, Type::Of(DType::kI32)};
+    // L takes values in [lo, hi].
+    switch (e.binary_op) {
+      case BinaryOp::kLt:
+        all_true[name] = StrCat(hi, " < ", name);
+        break;
+      case BinaryOp::kLe:
+        all_true[name] = StrCat(hi, " <= ", name);
+        break;
+      case BinaryOp::kGt:
+        all_true[name] = StrCat(lo, " > ", name);
+        break;
+      case BinaryOp::kGe:
+        all_true[name] = StrCat(lo, " >= ", name);
+        break;
+      default:
+        break;
+    }
     return Expr::Binary(e.binary_op, *l, Expr::Var(name), e.loc);
   };
-  std::function<Block(const Block&)> block = [&](const Block& b) {
-    Block out = b;
-    for (Stmt& s : out) {
-      if (auto* x = std::get_if<LetStmt>(&s.node)) {
-        x->value = rewrite(x->value);
-      } else if (auto* x = std::get_if<StoreStmt>(&s.node)) {
-        x->value = rewrite(x->value);
-      } else if (auto* x = std::get_if<IfStmt>(&s.node)) {
-        x->cond = rewrite(x->cond);
-        x->then_body = block(x->then_body);
-        x->else_body = block(x->else_body);
-      }
+  // The same body with those comparisons true.
+  std::function<Expr(const Expr&)> assume = [&](const Expr& e) -> Expr {
+    if (e.kind == ExprKind::kBinary && IsComparison(e.binary_op) &&
+        e.args[1].kind == ExprKind::kVar && all_true.count(e.args[1].name)) {
+      return Expr::Bool(true, e.loc);
     }
+    Expr out = e;
+    for (Expr& a : out.args) a = assume(a);
     return out;
   };
-  return block(p.body);
+  std::function<Block(const Block&, const std::function<Expr(const Expr&)>&)>
+      block = [&](const Block& b, const std::function<Expr(const Expr&)>& f) {
+        Block out = b;
+        for (Stmt& s : out) {
+          if (auto* x = std::get_if<LetStmt>(&s.node)) {
+            x->value = f(x->value);
+          } else if (auto* x = std::get_if<StoreStmt>(&s.node)) {
+            x->value = f(x->value);
+          } else if (auto* x = std::get_if<IfStmt>(&s.node)) {
+            x->cond = f(x->cond);
+            x->then_body = block(x->then_body, f);
+            x->else_body = block(x->else_body, f);
+          }
+        }
+        return out;
+      };
+  HoistedBody out;
+  out.body = block(p.body, rewrite);
+  if (!all_true.empty()) {
+    out.all_true_body = block(out.body, assume);
+    for (const auto& [name, test] : all_true) {
+      out.all_true += (out.all_true.empty() ? "" : " && ") + test;
+    }
+  }
+  return out;
 }
 
 absl::Status Emitter::EmitParallel(const ParallelStmt& p, const Loc& loc) {
@@ -550,27 +589,49 @@ absl::Status Emitter::EmitParallel(const ParallelStmt& p, const Loc& loc) {
   std::vector<Expr> ext;
   for (const Expr& e : p.extents) ext.push_back(FoldConstants(e));
   Open("");
-  auto body = HoistElementComparisons(p, ext);
-  if (!body.ok()) return body.status();
-  absl::Status st = ForElements(
-      ext, reg_buf ? reg_buf->reg : nullptr, reg_buf ? reg_buf->layout : "",
-      [&](const std::vector<Expr>& ivs) -> absl::Status {
-        for (size_t d = 0; d < p.vars.size(); ++d) {
-          const std::string v = Mangle(p.vars[d]);
-          Line("const long long " + v + " = " + ivs[d].name + ";");
-          vars_[p.vars[d]] = {v, Type::Int()};
-        }
-        if (reg_buf) {
-          // Element accesses name the parallel variables.
-          for (size_t d = 0; d < 2 && d < p.vars.size(); ++d) {
-            reg_vars_[d] = p.vars[d];
+  auto hoisted = HoistElementComparisons(p, ext);
+  if (!hoisted.ok()) return hoisted.status();
+  const Block* body = &hoisted->body;
+  auto loop = [&]() -> absl::Status {
+    return ForElements(
+        ext, reg_buf ? reg_buf->reg : nullptr, reg_buf ? reg_buf->layout : "",
+        [&](const std::vector<Expr>& ivs) -> absl::Status {
+          for (size_t d = 0; d < p.vars.size(); ++d) {
+            const std::string v = Mangle(p.vars[d]);
+            Line("const long long " + v + " = " + ivs[d].name + ";");
+            vars_[p.vars[d]] = {v, Type::Int()};
           }
-        } else if (row_buf) {
-          row_var_ = p.vars[0];
-        }
-        return ElementBody(*body);
-      },
-      reg_buf ? nullptr : row_buf);
+          if (reg_buf) {
+            // Element accesses name the parallel variables.
+            for (size_t d = 0; d < 2 && d < p.vars.size(); ++d) {
+              reg_vars_[d] = p.vars[d];
+            }
+          } else if (row_buf) {
+            row_var_ = p.vars[0];
+          }
+          return ElementBody(*body);
+        },
+        reg_buf ? nullptr : row_buf);
+  };
+  absl::Status st;
+  if (hoisted->all_true.empty()) {
+    st = loop();
+  } else {
+    // Every element passes the masks (a whole tile inside the bounds):
+    // the body without them.
+    Line("if (" + hoisted->all_true + ")");
+    Open("");
+    body = &hoisted->all_true_body;
+    st = loop();
+    Close();
+    if (st.ok()) {
+      Line("else");
+      Open("");
+      body = &hoisted->body;
+      st = loop();
+      Close();
+    }
+  }
   Close();
   (void)loc;
   return st;

@@ -69,15 +69,15 @@ __device__ __forceinline__ void g2s_tile_async(T* smem, const T* g,
                       16);
         }
       }
-      return;
-    }
+    } else {
 #pragma unroll
-    for (int it = 0; it < kIters; ++it) {
-      const int i = tid + it * THREADS;
-      if (kTotal % THREADS == 0 || i < kTotal) {
-        const int r = i / kChunks;
-        const int c = (i % kChunks) * kPer;
-        cp_async_16(smem + Layout::offset(r, c), g + r * row_stride + c, 16);
+      for (int it = 0; it < kIters; ++it) {
+        const int i = tid + it * THREADS;
+        if (kTotal % THREADS == 0 || i < kTotal) {
+          const int r = i / kChunks;
+          const int c = (i % kChunks) * kPer;
+          cp_async_16(smem + Layout::offset(r, c), g + r * row_stride + c, 16);
+        }
       }
     }
     return;

@@ -102,27 +102,35 @@ __device__ __forceinline__ void gemm_ss(
   // flight while step k's mma.sync run.
   u32 a[2][L::kTm][4];
   u32 b[2][L::kTn / 2][4];
+  // ldmatrix rows (LdmRows): the warp's base row is part of the lane's
+  // fixed position; so is its base column when the warp tile's width is a
+  // power of two (its chunk bits then miss every step's), else each step
+  // adds it.
+  constexpr bool kWmPow2 = (L::kWm & (L::kWm - 1)) == 0;
+  constexpr bool kWnPow2 = (L::kWn & (L::kWn - 1)) == 0;
+  const int a_step_col = TRANS_A && !kWmPow2 ? m_base : 0;
+  const int b_step_col = !TRANS_B && !kWnPow2 ? n_base : 0;
+  const LdmRows<LA> ra(
+      As, TRANS_A ? r + (q / 2) * 8 : m_base + r + (q % 2) * 8,
+      TRANS_A ? (kWmPow2 ? m_base : 0) + (q % 2) * 8 : (q / 2) * 8);
+  const LdmRows<LB> rb(
+      Bs, TRANS_B ? n_base + r + (q / 2) * 8 : r + (q % 2) * 8,
+      TRANS_B ? (q % 2) * 8 : (kWnPow2 ? n_base : 0) + (q / 2) * 8);
   auto load = [&](int buf, int k0) {
 #pragma unroll
     for (int mi = 0; mi < L::kTm; ++mi) {
-      const int m0 = m_base + mi * 16;
       if (!TRANS_A) {
-        ldmatrix_x4(a[buf][mi],
-                    As + LA::offset(m0 + r + (q % 2) * 8, k0 + (q / 2) * 8));
+        ldmatrix_x4(a[buf][mi], ra.at(mi * 16, k0));
       } else {
-        ldmatrix_x4_trans(a[buf][mi], As + LA::offset(k0 + r + (q / 2) * 8,
-                                                      m0 + (q % 2) * 8));
+        ldmatrix_x4_trans(a[buf][mi], ra.at(k0, a_step_col + mi * 16));
       }
     }
 #pragma unroll
     for (int nj = 0; nj < L::kTn / 2; ++nj) {
-      const int n0 = n_base + nj * 16;
       if (TRANS_B) {
-        ldmatrix_x4(b[buf][nj],
-                    Bs + LB::offset(n0 + r + (q / 2) * 8, k0 + (q % 2) * 8));
+        ldmatrix_x4(b[buf][nj], rb.at(nj * 16, k0));
       } else {
-        ldmatrix_x4_trans(b[buf][nj], Bs + LB::offset(k0 + r + (q % 2) * 8,
-                                                      n0 + (q / 2) * 8));
+        ldmatrix_x4_trans(b[buf][nj], rb.at(k0, b_step_col + nj * 16));
       }
     }
   };
@@ -244,6 +252,8 @@ __device__ __forceinline__ void gemm_rs(
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   if (warp >= WARPS_M) return;
   const int q = lane / 8, r = lane % 8;
+  const LdmRows<LB> rb(Bs, TRANS_B ? r + (q / 2) * 8 : r + (q % 2) * 8,
+                       TRANS_B ? (q % 2) * 8 : (q / 2) * 8);
 #pragma unroll
   for (int kk = 0; kk < K / 16; ++kk) {
     const int k0 = kk * 16;
@@ -252,10 +262,9 @@ __device__ __forceinline__ void gemm_rs(
       const int n0 = nj * 16;
       u32 b[4];
       if (TRANS_B) {
-        ldmatrix_x4(b, Bs + LB::offset(n0 + r + (q / 2) * 8, k0 + (q % 2) * 8));
+        ldmatrix_x4(b, rb.at(n0, k0));
       } else {
-        ldmatrix_x4_trans(
-            b, Bs + LB::offset(k0 + r + (q % 2) * 8, n0 + (q / 2) * 8));
+        ldmatrix_x4_trans(b, rb.at(k0, n0));
       }
 #pragma unroll
       for (int mi = 0; mi < L::kTm; ++mi) {

@@ -20,6 +20,16 @@ struct RowMajor {
   __device__ __forceinline__ static int offset(int r, int c) {
     return r * (COLS + PAD) + c;
   }
+  // ldmatrix addressing: see Swizzled::Cursor.
+  struct Cursor {
+    int off;
+  };
+  __device__ __forceinline__ static Cursor cursor(int r, int c) {
+    return {offset(r, c)};
+  }
+  __device__ __forceinline__ static int step(Cursor cu, int R, int C) {
+    return cu.off + R * (COLS + PAD) + C;
+  }
 };
 
 template <int ROWS, int COLS, int ELEM_BYTES>
@@ -48,6 +58,23 @@ struct Swizzled {
   __device__ __forceinline__ static int offset(int r, int c) {
     const int chunk = c / kPerChunk;
     return r * COLS + chunk_of(r, chunk) * kPerChunk + (c % kPerChunk);
+  }
+  // ldmatrix addressing for the tile GEMMs: a lane reads at (r + R, c + C),
+  // where (r, c) is fixed for the whole GEMM (the lane's and its warp's
+  // part) and (R, C) are the unrolled loops' compile-time steps. When R is
+  // a multiple of kRowPeriod and the chunk indices of c and C share no bit
+  // (so their sum is their xor), offset(r + R, c + C) == step(cursor(r, c),
+  // R, C): the swizzle of (r, c) is taken once, and each step is one xor
+  // with a constant and a constant add, instead of the swizzle per load.
+  struct Cursor {
+    int row;    // r * COLS + c % kPerChunk
+    int chunk;  // the swizzled chunk of (r, c)
+  };
+  __device__ __forceinline__ static Cursor cursor(int r, int c) {
+    return {r * COLS + c % kPerChunk, chunk_of(r, c / kPerChunk)};
+  }
+  __device__ __forceinline__ static int step(Cursor cu, int R, int C) {
+    return cu.row + R * COLS + ((C / kPerChunk) ^ cu.chunk) * kPerChunk;
   }
 };
 
