@@ -249,6 +249,61 @@ kernel sq(X: f32[N], Y: f32[N])
   EXPECT_THAT(sq->device_source, Not(HasSubstr("kiln_cmp")));
 }
 
+// Shared tiles whose lives (the top-level statements that use them) do not
+// overlap share bytes, and writing one waits at a barrier for the reads of
+// the other; attention's output staging tile takes the query tile's bytes
+// (FA2's tile then fits twice per SM).
+TEST(CudaCodegenTest, SharedTilesWithDisjointLivesShareBytesBehindABarrier) {
+  if (!HaveNvrtc()) GTEST_SKIP() << "NVRTC is not installed on this host";
+  const std::string two = R"(
+kernel alias(A: f32[N], B: f32[N], D: f32[N])
+  grid(ceildiv(N, 128)) threads(128) (b) {
+  alloc shared X: f32[128]
+  alloc shared Y: f32[128]
+  alloc fragment r: f32[128]
+  alloc fragment s: f32[128]
+  copy A[b * 128:+128] -> X
+  parallel (i) in (128) {
+    r[i] = X[127 - i]
+  }
+  copy B[b * 128:+128] -> Y
+  parallel (j) in (128) {
+    s[j] = Y[127 - j] + r[j]
+  }
+  copy s -> D[b * 128:+128]
+}
+)";
+  CompileOptions o;
+  o.target = "sm_80";
+  absl::StatusOr<CompiledKernel> k = Compile(two, o);
+  ASSERT_TRUE(k.ok()) << k.status();
+  const std::string& src = k->device_source;
+  EXPECT_THAT(src, HasSubstr("X = reinterpret_cast<float*>(kiln_smem + 0);"));
+  EXPECT_THAT(src, HasSubstr("Y = reinterpret_cast<float*>(kiln_smem + 0);"));
+  // Other threads read X[127 - i]: the copy into Y waits for them.
+  const size_t read_x = src.find("= X[");
+  const size_t write_y = src.find("Y[(");
+  ASSERT_NE(read_x, std::string::npos);
+  ASSERT_NE(write_y, std::string::npos);
+  EXPECT_NE(src.substr(read_x, write_y - read_x).find("__syncthreads();"),
+            std::string::npos);
+
+  const std::string attention = ReadFile(
+      std::filesystem::path(KILN_CORPUS_DIR) / "flash_attention_fwd.tile");
+  o.bindings = {{"BM", 128}, {"BN", 64}, {"STAGES", 2}};
+  o.kernel = "flash_attention_fwd";
+  absl::StatusOr<CompiledKernel> fa = Compile(attention, o);
+  ASSERT_TRUE(fa.ok()) << fa.status();
+  EXPECT_THAT(fa->device_source,
+              HasSubstr("Qs = reinterpret_cast<unsigned short*>(kiln_smem + "
+                        "0);"));
+  EXPECT_THAT(fa->device_source,
+              HasSubstr("Os = reinterpret_cast<unsigned short*>(kiln_smem + "
+                        "0);"));
+  // Q 32 KiB, K and V 16 KiB each in two stages; no separate 32 KiB for O.
+  EXPECT_THAT(fa->metadata, HasSubstr("shared-bytes 98304\n"));
+}
+
 // sm_90a: the corpus GEMM and attention (unedited) take the Hopper path by
 // themselves (wgmma from 1024-byte-aligned swizzled panels), at the tile
 // configurations the benchmarks and the autotuner use, with no spills and no

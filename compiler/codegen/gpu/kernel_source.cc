@@ -400,6 +400,110 @@ absl::Status Emitter::EmitTileOp(const Stmt& s) {
       s.node);
 }
 
+namespace {
+
+// Calls fn on the statement and every statement in its loop and branch
+// bodies (or on every statement of a block, nested ones included).
+void ForEachNestedStmt(const Stmt& s,
+                       const std::function<void(const Stmt&)>& fn);
+void ForEachNestedStmt(const Block& b,
+                       const std::function<void(const Stmt&)>& fn) {
+  for (const Stmt& s : b) ForEachNestedStmt(s, fn);
+}
+void ForEachNestedStmt(const Stmt& s,
+                       const std::function<void(const Stmt&)>& fn) {
+  fn(s);
+  if (auto* f = std::get_if<ForStmt>(&s.node)) ForEachNestedStmt(f->body, fn);
+  if (auto* i = std::get_if<IfStmt>(&s.node)) {
+    ForEachNestedStmt(i->then_body, fn);
+    ForEachNestedStmt(i->else_body, fn);
+  }
+}
+
+}  // namespace
+
+void Emitter::PlanSharedLives() {
+  alias_shared_ = ws_loop_ == nullptr && plan_.wgmma_tiles.empty();
+  if (!alias_shared_) return;
+  std::set<std::string> shared;
+  ForEachNestedStmt(k_.body, [&](const Stmt& s) {
+    auto* a = std::get_if<AllocStmt>(&s.node);
+    if (a && a->scope == Scope::kShared) shared.insert(a->name);
+  });
+  const SharedPred is_shared = [&](const std::string& n) {
+    return shared.count(n) > 0;
+  };
+  for (int i = 0; i < static_cast<int>(k_.body.size()); ++i) {
+    const Stmt& s = k_.body[i];
+    // (An alloc statement is not a use: a life starts at its first use.)
+    std::set<std::string> used;
+    if (!std::holds_alternative<AllocStmt>(s.node)) {
+      std::set<std::string> w;
+      Accesses(s, &used, &w, &is_shared);
+      used.insert(w.begin(), w.end());
+      // A tile allocated inside a nested block lives in this statement.
+      ForEachNestedStmt(s, [&](const Stmt& t) {
+        if (auto* a = std::get_if<AllocStmt>(&t.node)) used.insert(a->name);
+      });
+    }
+    for (const std::string& n : used) {
+      if (!shared.count(n)) continue;
+      auto it = live_.find(n);
+      if (it == live_.end()) {
+        live_[n] = {i, i};
+      } else {
+        it->second.second = i;
+      }
+    }
+  }
+}
+
+int64_t Emitter::PlaceShared(const std::string& name, int64_t bytes,
+                             int64_t align) {
+  auto live = live_.find(name);
+  int64_t off = RoundUp(smem_bytes_, align);
+  if (alias_shared_ && live != live_.end()) {
+    // First fit: the lowest offset (the base, or the end of a placed tile)
+    // clear of every placed tile whose life meets this one's.
+    auto meets = [&](const SmemRegion& r) {
+      auto o = live_.find(r.name);
+      return o == live_.end() || (o->second.first <= live->second.second &&
+                                  live->second.first <= o->second.second);
+    };
+    std::vector<int64_t> starts = {RoundUp(alloc_base_, align)};
+    for (const SmemRegion& r : regions_) starts.push_back(RoundUp(r.hi, align));
+    std::sort(starts.begin(), starts.end());
+    for (int64_t c : starts) {
+      bool clear = true;
+      for (const SmemRegion& r : regions_) {
+        if (meets(r) && c < r.hi && r.lo < c + bytes) {
+          clear = false;
+          break;
+        }
+      }
+      if (clear) {
+        off = c;
+        break;
+      }
+    }
+  }
+  regions_.push_back({name, off, off + bytes});
+  smem_bytes_ = std::max(smem_bytes_, off + bytes);
+  return off;
+}
+
+bool Emitter::SameBytes(const std::string& a, const std::string& b) const {
+  if (a == b) return true;
+  if (!alias_shared_) return false;
+  for (const SmemRegion& x : regions_) {
+    if (x.name != a) continue;
+    for (const SmemRegion& y : regions_) {
+      if (y.name == b && x.lo < y.hi && y.lo < x.hi) return true;
+    }
+  }
+  return false;
+}
+
 absl::Status Emitter::EmitAlloc(const AllocStmt& a) {
   Buf& b = bufs_[a.name];
   b.dtype = a.dtype;
@@ -495,9 +599,7 @@ absl::Status Emitter::EmitAlloc(const AllocStmt& a) {
   }
   const int64_t align = SmemAlign(a.name);
   const int64_t slot = RoundUp(bytes, align);
-  smem_bytes_ = RoundUp(smem_bytes_, align);
-  const int64_t off = smem_bytes_;
-  smem_bytes_ += slot * stages;
+  const int64_t off = PlaceShared(a.name, slot * stages, align);
   smem_offsets_[a.name] = off;
   if (stages > 1) {
     Line(StrCat(st, "* const ", b.code, "_ring = reinterpret_cast<", st,
@@ -604,24 +706,18 @@ absl::StatusOr<KernelSource> Emitter::Run() {
   out.launch_threads = threads_ + (ws_loop_ ? 128 : 0);
   // Scratch for cross-warp row reductions of register fragments.
   int64_t scratch = 0;
-  std::function<void(const Block&)> reduced = [&](const Block& b) {
-    for (const Stmt& s : b) {
-      if (auto* r = std::get_if<ReduceStmt>(&s.node)) {
-        auto it = plan_.registers.find(r->src.name);
-        if (it != plan_.registers.end() && it->second.warps_n > 1) {
-          scratch = std::max(scratch, it->second.m * it->second.warps_n * 4);
-        }
-      } else if (auto* f = std::get_if<ForStmt>(&s.node)) {
-        reduced(f->body);
-      } else if (auto* i = std::get_if<IfStmt>(&s.node)) {
-        reduced(i->then_body);
-        reduced(i->else_body);
+  ForEachNestedStmt(k_.body, [&](const Stmt& s) {
+    if (auto* r = std::get_if<ReduceStmt>(&s.node)) {
+      auto it = plan_.registers.find(r->src.name);
+      if (it != plan_.registers.end() && it->second.warps_n > 1) {
+        scratch = std::max(scratch, it->second.m * it->second.warps_n * 4);
       }
     }
-  };
-  reduced(k_.body);
+  });
   scratch_offset_ = 0;
   smem_bytes_ = RoundUp(scratch, kSmemAlign);
+  alloc_base_ = smem_bytes_;
+  PlanSharedLives();
 
   std::vector<std::string> params;
   std::vector<std::string> prologue;

@@ -184,10 +184,16 @@ class Emitter {
   }
   void Sync(const std::set<std::string>& r, const std::set<std::string>& w) {
     bool need = false;
-    for (const std::string& n : r) need |= pend_w_.count(n) > 0;
-    for (const std::string& n : w) {
-      need |= pend_w_.count(n) > 0 || pend_r_.count(n) > 0;
-    }
+    // (A buffer conflicts with itself and with the tiles sharing its
+    // bytes: PlaceShared.)
+    auto hits = [&](const std::string& n, const std::set<std::string>& pend) {
+      for (const std::string& m : pend) {
+        if (SameBytes(n, m)) return true;
+      }
+      return false;
+    };
+    for (const std::string& n : r) need |= hits(n, pend_w_);
+    for (const std::string& n : w) need |= hits(n, pend_w_) || hits(n, pend_r_);
     if (need) Barrier();
   }
   void Touch(const std::set<std::string>& r, const std::set<std::string>& w) {
@@ -438,6 +444,26 @@ class Emitter {
   int64_t tma_stage_off_ = -1;
   int64_t smem_bytes_ = 0;
   int64_t scratch_offset_ = -1;
+  // Shared tiles whose lives do not overlap share bytes (a kernel's output
+  // staging tile over its input tiles, dead by then), where nothing reads
+  // shared memory asynchronously behind the block's barriers (no warp
+  // specialisation, no wgmma). A tile's life is the range of the kernel
+  // body's top-level statements that use it (live_, from PlanSharedLives);
+  // regions_ holds each tile's byte ranges, for placement and for Sync.
+  struct SmemRegion {
+    std::string name;
+    int64_t lo = 0, hi = 0;  // bytes [lo, hi)
+  };
+  bool alias_shared_ = false;
+  int64_t alloc_base_ = 0;  // above the reduction scratch
+  std::map<std::string, std::pair<int, int>> live_;
+  std::vector<SmemRegion> regions_;
+  void PlanSharedLives();
+  // The offset for a tile of `bytes` (first fit among the tiles it may
+  // overlap), recorded in regions_; smem_bytes_ grows to cover it.
+  int64_t PlaceShared(const std::string& name, int64_t bytes, int64_t align);
+  // Do two buffers share any byte (or are they the same buffer)?
+  bool SameBytes(const std::string& a, const std::string& b) const;
   int64_t threads_ = 0;
   // Register-fragment element context: the register index variable and the
   // element index variables it stands for.
