@@ -86,6 +86,11 @@ if [ "$target" = sm_90a ]; then
   sed 's/tune STAGES in \[3, 4\]/tune STAGES in [3, 4, 5, 6]/' $out/gemm_fp8_nc.tile > $out/gemm_fp8_deep.tile
   build gemm_fp8_128x128s5nc $out/gemm_fp8_deep.tile gemm_fp8 BM=128 BN=128 BK=128 STAGES=5
   build gemm_fp8_128x128s6nc $out/gemm_fp8_deep.tile gemm_fp8 BM=128 BN=128 BK=128 STAGES=6
+  # 128x256 tiles (the product promoted 128 columns at a time): a quarter
+  # less L2 traffic per flop than 128x128.
+  build gemm_fp8_128x256s3nc $out/gemm_fp8_nc.tile gemm_fp8 BM=128 BN=256 BK=128 STAGES=3
+  build gemm_fp8_128x256s4nc $out/gemm_fp8_nc.tile gemm_fp8 BM=128 BN=256 BK=128 STAGES=4
+  build gemm_fp8_128x256s4 $corpus/gemm_fp8.tile gemm_fp8 BM=128 BN=256 BK=128 STAGES=4
 fi
 sed -e 's/f16/bf16/g' -e 's/H, 128\]/H, 256]/g' -e 's/\(B[MN]\), 128\]/\1, 256]/g' \
   -e 's/(BM, 128)/(BM, 256)/g' $corpus/flash_attention_fwd.tile > $out/fa_bf16_d256.tile

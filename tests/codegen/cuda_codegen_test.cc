@@ -347,6 +347,14 @@ TEST(CudaCodegenTest, Sm90aLowersCorpusGemmsToWgmmaWithoutSerialisation) {
        "Acc: registers, wgmma accumulator [128, 128] over 2 warpgroups",
        true,
        384},
+      // 128 x 256: the product is promoted 128 columns at a time (the
+      // whole product beside the accumulator would spill).
+      {"gemm_fp8.tile",
+       "gemm_fp8",
+       {{"BM", 128}, {"BN", 256}, {"BK", 128}, {"STAGES", 3}},
+       "Acc: registers, wgmma accumulator [128, 256] over 2 warpgroups",
+       true,
+       384},
       {"gemm_bias_gelu.tile",
        "gemm_bias_gelu",
        {{"BM", 128}, {"BN", 128}, {"BK", 64}},
@@ -421,6 +429,12 @@ TEST(CudaCodegenTest, Sm90aLowersCorpusGemmsToWgmmaWithoutSerialisation) {
       // accumulator (the first step of a tile overwrites: scale-d 0).
       EXPECT_THAT(out->ptx, HasSubstr("k32.f32.e4m3.e4m3"));
       EXPECT_THAT(out->device_source, HasSubstr("kiln::gemm_wg_promoted<"));
+      if (c.bindings.at("BN") == 256) {
+        EXPECT_THAT(out->device_source,
+                    HasSubstr("gemm_wg_promoted<kiln_wgmma_m64n128k32_e4m3_nn, "
+                              "128, 256, 128, 32, 2, false, true, As_L, Bs_L, "
+                              "true, 128>"));
+      }
     }
     EXPECT_THAT(out->ptx, Not(HasSubstr("mma.sync.aligned.m16n8k16")));
     EXPECT_THAT(out->build_log, Not(HasSubstr("C75"))) << out->build_log;

@@ -47,6 +47,9 @@ struct Case {
   std::map<std::string, std::vector<int64_t>> strides;
   std::string label;  // extra text for the test name
   bool sm90_only = false;
+  // Only on the Hopper path (sm_90a): the case does not fit the
+  // mma.sync path (it compiles to a clear error there).
+  bool wgmma_only = false;
   // Text replaced throughout the program before it is compiled (e.g. the
   // block size, which programs fix).
   std::vector<std::pair<std::string, std::string>> edits;
@@ -256,6 +259,16 @@ std::vector<Case> Cases() {
   fp8_wide.label = "persistent";
   fp8_wide.sm90_only = true;
   c.push_back(fp8_wide);
+  // FP8 in 128 x 256 tiles: each warpgroup's product is promoted 128
+  // columns at a time (a 64-register chunk beside the 128-register
+  // accumulator), ragged in N (2056 = 8 tiles and 8 columns) and M.
+  Case fp8_256 = fp8_wide;
+  fp8_256.bindings = {{"BM", 128}, {"BN", 256}, {"BK", 128}, {"STAGES", 3}};
+  fp8_256.label = "bn256";
+  // (The mma.sync path keeps the accumulator's promotion tile in shared
+  // memory: 272 KiB at this size.)
+  fp8_256.wgmma_only = true;
+  c.push_back(fp8_256);
   return c;
 }
 
@@ -387,6 +400,11 @@ TEST_P(GpuCorpusTest, MatchesCpuTarget) {
              : dev.cc_minor == 0 ? std::string("sm_80")
                                  : dev.arch();
   auto gpu = compiler::Compile(source, o);
+  if (c.wgmma_only && o.target != "sm_90a") {
+    ASSERT_FALSE(gpu.ok()) << "expected " << o.target << " to refuse it";
+    GTEST_SKIP() << c.kernel << " (" << c.label
+                 << ") is for sm_90a: " << gpu.status().message();
+  }
   ASSERT_TRUE(gpu.ok()) << gpu.status();
   auto cpu_kernel = runtime::CpuKernel::Load(cpu->binary, cpu->metadata);
   ASSERT_TRUE(cpu_kernel.ok()) << cpu_kernel.status();

@@ -428,6 +428,10 @@ class Emitter {
   // The ring's one gemm is fp8 over two consumer warpgroups, which issue
   // their wgmma in turn (kiln::gemm_wg_promoted's TURNS).
   bool ws_turns_ = false;
+  // An fp8 gemm's product registers per thread at most: wider tiles take
+  // their product in column chunks (128 x 256 tiles: the 128-register
+  // accumulator and a 64-register chunk fit a consumer's 232).
+  static constexpr int64_t kFp8ChunkRegs = 64;
   int ws_groups_ = 1;
   // Blocks per cluster (along x) and the ring tile they multicast.
   int ws_cluster_ = 1;

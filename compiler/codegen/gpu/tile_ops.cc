@@ -736,8 +736,15 @@ absl::Status Emitter::EmitGemm(const GemmStmt& g, const Loc& loc) {
       // Hopper: one wgmma group per gemm, waited for at once (or by the
       // pipelined loop); fp8 promotes each tile's product to f32 itself.
       const bool fp8 = DTypeBits(a->buf->dtype) == 8;
+      // fp8 promotes its product in column chunks of at most
+      // kFp8ChunkRegs registers (kiln::gemm_wg_promoted's NC).
+      int64_t chunk = rf.n;
+      while (fp8 && rf.regs() * chunk / rf.n > kFp8ChunkRegs &&
+             chunk % 16 == 0) {
+        chunk /= 2;
+      }
       const std::string instr =
-          WgmmaInstr(rf.n, a->buf->dtype, g.transpose_a, !g.transpose_b);
+          WgmmaInstr(chunk, a->buf->dtype, g.transpose_a, !g.transpose_b);
       // (In a warp-specialised fp8 main loop of two consumer warpgroups,
       // they take turns: ws_turns_.)
       const bool turns = fp8 && ws_turns_ && defer_wgmma_wait_;
@@ -745,8 +752,12 @@ absl::Status Emitter::EmitGemm(const GemmStmt& g, const Loc& loc) {
                   ", ", rf.m, ", ", rf.n, ", ", *kd, ", ", fp8 ? 32 : 16, ", ",
                   rf.warps_m, ", ", g.transpose_a ? "true" : "false", ", ",
                   g.transpose_b ? "true" : "false", ", ", a->buf->layout, ", ",
-                  b->buf->layout, turns ? ", true" : "", ">(", c->buf->code,
-                  ", ", a->buf->code, ", ", b->buf->code,
+                  b->buf->layout,
+                  chunk != rf.n
+                      ? StrCat(turns ? ", true, " : ", false, ", chunk)
+                  : turns ? ", true"
+                          : "",
+                  ">(", c->buf->code, ", ", a->buf->code, ", ", b->buf->code,
                   turns ? ", kiln_it == 0" : "", ");"));
       if (!defer_wgmma_wait_ && !fp8) Line("kiln::wgmma_wait<0>();");
       return absl::OkStatus();

@@ -251,38 +251,68 @@ __device__ __forceinline__ void gemm_wg_rs(
 // (FP8 wgmma accumulates with about 14 bits of mantissa; promoting every
 // tile keeps long K accurate). Waits for its group.
 //
+// The product is taken NC columns at a time (INSTR is the m64nNCk32
+// instruction), so that a wide tile's accumulator and one chunk's product
+// fit the registers together (128 x 256 tiles: 128 accumulator registers
+// and a 64-register chunk, where a whole product would need 128 more).
+//
 // With TURNS (two consumer warpgroups), the warpgroups issue their wgmma
-// in turn (named barriers 4 and 5): warpgroup 0, then 1, then 0 again,
-// so that one adds its product while the tensor cores run the other's
-// instead of both waiting at once. `first` is true on warpgroup 0's first
-// call of the block (it waits for no turn); afterwards warpgroup 0 owes
-// one gemm_wg_turns_end before the block exits.
+// in turn (named barriers 4 and 5), one chunk per turn: warpgroup 0, then
+// 1, then 0 again, so that one adds its product while the tensor cores run
+// the other's instead of both waiting at once. `first` is true on
+// warpgroup 0's first call of the block (it waits for no turn);
+// afterwards warpgroup 0 owes one gemm_wg_turns_end before the block
+// exits.
 template <typename INSTR, int M, int N, int K, int KSTEP, int WGS_M,
           bool TRANS_A, bool TRANS_B, typename LA, typename LB,
-          bool TURNS = false>
+          bool TURNS = false, int NC = N>
 __device__ __forceinline__ void gemm_wg_promoted(
     float (&acc)[(WgAccLayout<M, N, WGS_M>::kRegs)], const void* As,
     const void* Bs, bool first = false) {
   typedef WgAccLayout<M, N, WGS_M> L;
   static_assert(!TURNS || WGS_M == 2, "turns are between two warpgroups");
+  static_assert(N % NC == 0 && NC % 8 == 0, "whole column chunks");
+  static_assert(K % KSTEP == 0, "the tile's K is not whole wgmma steps");
   // (No warpgroup branch: see gemm_wg.)
   const int wg = threadIdx.x / 128;
-  float part[L::kRegs];
 #pragma unroll
-  for (int i = 0; i < L::kRegs; ++i) part[i] = 0.0f;
-  if (TURNS && !(wg == 0 && first)) {
-    asm volatile("bar.sync %0, 256;\n" ::"r"(4 + wg) : "memory");
+  for (int c = 0; c < N / NC; ++c) {
+    // The chunk's product: per 64-row tile, NC / 2 registers (the wgmma
+    // accumulator layout keeps each 8-column group's 4 values together, so
+    // the chunk is registers [c * NC / 2, (c + 1) * NC / 2) of a tile).
+    float part[L::kTm * (NC / 2)];
+#pragma unroll
+    for (int i = 0; i < L::kTm * (NC / 2); ++i) part[i] = 0.0f;
+    if (TURNS && !(wg == 0 && first && c == 0)) {
+      asm volatile("bar.sync %0, 256;\n" ::"r"(4 + wg) : "memory");
+    }
+    wgmma_fence_operands(part);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < K / KSTEP; ++kk) {
+      const u64 db = TRANS_B ? LB::desc_k_major(Bs, c * NC, kk * KSTEP)
+                             : LB::desc_mn_major(Bs, c * NC, kk * KSTEP);
+#pragma unroll
+      for (int mi = 0; mi < L::kTm; ++mi) {
+        const int m0 = wg * L::kWm + mi * 64;
+        const u64 da = TRANS_A ? LA::desc_mn_major(As, m0, kk * KSTEP)
+                               : LA::desc_k_major(As, m0, kk * KSTEP);
+        INSTR::mma(*reinterpret_cast<float(*)[NC / 2]>(&part[mi * (NC / 2)]),
+                   da, db, kk > 0 ? 1 : 0);
+      }
+    }
+    wgmma_commit();
+    if (TURNS) asm volatile("bar.arrive %0, 256;\n" ::"r"(5 - wg) : "memory");
+    wgmma_wait<0>();
+    wgmma_fence_operands(part);
+#pragma unroll
+    for (int mi = 0; mi < L::kTm; ++mi) {
+#pragma unroll
+      for (int i = 0; i < NC / 2; ++i) {
+        acc[mi * (N / 2) + c * (NC / 2) + i] += part[mi * (NC / 2) + i];
+      }
+    }
   }
-  wgmma_fence_operands(part);
-  wgmma_fence();
-  wgmma_tile<INSTR, M, N, K, KSTEP, WGS_M, TRANS_A, TRANS_B, false, LA, LB>(
-      part, As, Bs, wg);
-  wgmma_commit();
-  if (TURNS) asm volatile("bar.arrive %0, 256;\n" ::"r"(5 - wg) : "memory");
-  wgmma_wait<0>();
-  wgmma_fence_operands(part);
-#pragma unroll
-  for (int i = 0; i < L::kRegs; ++i) acc[i] += part[i];
 }
 
 // Warpgroup 0 takes the turn warpgroup 1 passed it after its last
