@@ -46,6 +46,17 @@ build gemm_f16_t256bk32 $out/gemm_f16_t256.tile gemm BM=128 BN=128 BK=32 STAGES=
 build gemm_bf16_t256bk32 $out/gemm_bf16_t256.tile gemm BM=128 BN=128 BK=32 STAGES=4
 build gemm_f16_256x128 $out/gemm_f16_t256.tile gemm BM=256 BN=128 BK=32 STAGES=3
 build gemm_bf16_256x128 $out/gemm_bf16_t256.tile gemm BM=256 BN=128 BK=32 STAGES=3
+if [ "$target" != sm_90a ]; then
+  # CUTLASS's sm_80 shape: 8 warps of 64x64 over a 256x128 / 128x256 tile,
+  # 64 deep, 3 or 4 stages (144 / 192 KiB: one block per SM), above the
+  # corpus's 96 KiB bound.
+  for t in f16 bf16; do
+    sed 's/<= 98304/<= 196608/' $out/gemm_${t}_t256.tile > $out/gemm_${t}_t256wide.tile
+    build gemm_${t}_256x128bk64 $out/gemm_${t}_t256wide.tile gemm BM=256 BN=128 BK=64 STAGES=3
+    build gemm_${t}_256x128bk64s4 $out/gemm_${t}_t256wide.tile gemm BM=256 BN=128 BK=64 STAGES=4
+    build gemm_${t}_128x256bk64 $out/gemm_${t}_t256wide.tile gemm BM=128 BN=256 BK=64 STAGES=3
+  done
+fi
 build gemm_f16_64x128 $corpus/gemm.tile gemm BM=64 BN=128 BK=64 STAGES=3
 build gemm_bf16_64x128 $out/gemm_bf16.tile gemm BM=64 BN=128 BK=64 STAGES=3
 build gemm_f16_128x64 $corpus/gemm.tile gemm BM=128 BN=64 BK=64 STAGES=4
