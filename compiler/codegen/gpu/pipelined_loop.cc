@@ -259,9 +259,7 @@ absl::Status Emitter::EmitPipelined(const ForStmt& f, const Loc& loc) {
     const int64_t slot = slot_bytes_[c->dst.name];
     const std::string st = StorageType(b.dtype);
     const int64_t align = SmemAlign(c->dst.name);
-    // (Beyond every tile placed so far: the ring's extra stages live as
-    // long as the tile.)
-    smem_bytes_ = RoundUp(smem_bytes_, align);
+    // (The ring's extra stages live as long as the tile.)
     const int64_t ring_off = PlaceShared(c->dst.name, slot * (S - 1), align);
     Line(StrCat(st, "* const ", b.code, "_stage0 = ", b.code, ";"));
     Line(StrCat(st, "* const ", b.code, "_ring = reinterpret_cast<", st,

@@ -161,21 +161,22 @@ __device__ __forceinline__ void wgmma_fence_operands(u32 (&a)[N]) {
 // Issues the wgmma of acc (+)= op(A) @ op(B) over the block tile, K in
 // steps of KSTEP (32 bytes: 16 for 16-bit types, 32 for fp8); the first
 // step accumulates onto acc only when ACCUMULATE. A is [M, K] ([K, M] when
-// TRANS_A), B is [K, N] ([N, K] when TRANS_B), both WgmmaTile layouts.
-// INSTR is the m64nNkKSTEP instruction for this N, dtype and operand
-// majorness (`static void mma(float (&)[N / 2], u64 desc_a, u64 desc_b,
-// int scale_d)`, generated with the kernel).
+// TRANS_A), B is [K, N] ([N, K] when TRANS_B), both WgmmaTile layouts;
+// the product covers B's N columns (or rows) from n0 (a column chunk of a
+// wider B tile). INSTR is the m64nNkKSTEP instruction for this N, dtype
+// and operand majorness (`static void mma(float (&)[N / 2], u64 desc_a,
+// u64 desc_b, int scale_d)`, generated with the kernel).
 template <typename INSTR, int M, int N, int K, int KSTEP, int WGS_M,
           bool TRANS_A, bool TRANS_B, bool ACCUMULATE, typename LA, typename LB>
 __device__ __forceinline__ void wgmma_tile(
     float (&acc)[(WgAccLayout<M, N, WGS_M>::kRegs)], const void* As,
-    const void* Bs, int wg) {
+    const void* Bs, int wg, int n0 = 0) {
   typedef WgAccLayout<M, N, WGS_M> L;
   static_assert(K % KSTEP == 0, "the tile's K is not whole wgmma steps");
 #pragma unroll
   for (int kk = 0; kk < K / KSTEP; ++kk) {
-    const u64 db = TRANS_B ? LB::desc_k_major(Bs, 0, kk * KSTEP)
-                           : LB::desc_mn_major(Bs, 0, kk * KSTEP);
+    const u64 db = TRANS_B ? LB::desc_k_major(Bs, n0, kk * KSTEP)
+                           : LB::desc_mn_major(Bs, n0, kk * KSTEP);
 #pragma unroll
     for (int mi = 0; mi < L::kTm; ++mi) {
       const int m0 = wg * L::kWm + mi * 64;
@@ -272,15 +273,15 @@ __device__ __forceinline__ void gemm_wg_promoted(
   typedef WgAccLayout<M, N, WGS_M> L;
   static_assert(!TURNS || WGS_M == 2, "turns are between two warpgroups");
   static_assert(N % NC == 0 && NC % 8 == 0, "whole column chunks");
-  static_assert(K % KSTEP == 0, "the tile's K is not whole wgmma steps");
   // (No warpgroup branch: see gemm_wg.)
   const int wg = threadIdx.x / 128;
 #pragma unroll
   for (int c = 0; c < N / NC; ++c) {
-    // The chunk's product: per 64-row tile, NC / 2 registers (the wgmma
-    // accumulator layout keeps each 8-column group's 4 values together, so
-    // the chunk is registers [c * NC / 2, (c + 1) * NC / 2) of a tile).
-    float part[L::kTm * (NC / 2)];
+    // The chunk's product, in the layout of an NC-column tile: per 64-row
+    // tile, NC / 2 registers (the wgmma accumulator layout keeps each
+    // 8-column group's 4 values together, so the chunk is registers
+    // [c * NC / 2, (c + 1) * NC / 2) of a tile of acc).
+    float part[WgAccLayout<M, NC, WGS_M>::kRegs];
 #pragma unroll
     for (int i = 0; i < L::kTm * (NC / 2); ++i) part[i] = 0.0f;
     if (TURNS && !(wg == 0 && first && c == 0)) {
@@ -288,19 +289,8 @@ __device__ __forceinline__ void gemm_wg_promoted(
     }
     wgmma_fence_operands(part);
     wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < K / KSTEP; ++kk) {
-      const u64 db = TRANS_B ? LB::desc_k_major(Bs, c * NC, kk * KSTEP)
-                             : LB::desc_mn_major(Bs, c * NC, kk * KSTEP);
-#pragma unroll
-      for (int mi = 0; mi < L::kTm; ++mi) {
-        const int m0 = wg * L::kWm + mi * 64;
-        const u64 da = TRANS_A ? LA::desc_mn_major(As, m0, kk * KSTEP)
-                               : LA::desc_k_major(As, m0, kk * KSTEP);
-        INSTR::mma(*reinterpret_cast<float(*)[NC / 2]>(&part[mi * (NC / 2)]),
-                   da, db, kk > 0 ? 1 : 0);
-      }
-    }
+    wgmma_tile<INSTR, M, NC, K, KSTEP, WGS_M, TRANS_A, TRANS_B, false, LA, LB>(
+        part, As, Bs, wg, c * NC);
     wgmma_commit();
     if (TURNS) asm volatile("bar.arrive %0, 256;\n" ::"r"(5 - wg) : "memory");
     wgmma_wait<0>();
