@@ -14,6 +14,11 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 #include "compiler/codegen/cuda/device_headers.h"
 #include "compiler/codegen/cuda/nvrtc.h"
 #include "compiler/compile.h"
@@ -148,12 +153,18 @@ kernel g(A: f16[M, K], B: f16[K, N], C: f32[M, N])
 }
 )";
 
-TEST(CudaCodegenTest, GemmUsesTensorCoresAndACpAsyncRing) {
-  if (!HaveNvrtc()) GTEST_SKIP() << "NVRTC is not installed on this host";
+// kGemm for sm_80 with 64x64 tiles, keeping the PTX.
+CompileOptions Sm80Gemm64Options() {
   CompileOptions o;
   o.target = "sm_80";
   o.bindings = {{"BM", 64}};
   o.keep_ptx = true;
+  return o;
+}
+
+TEST(CudaCodegenTest, GemmUsesTensorCoresAndACpAsyncRing) {
+  if (!HaveNvrtc()) GTEST_SKIP() << "NVRTC is not installed on this host";
+  const CompileOptions o = Sm80Gemm64Options();
   absl::StatusOr<CompiledKernel> out = Compile(kGemm, o);
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_THAT(out->device_source, HasSubstr("kiln::gemm_ss<kiln::f16_t"));
@@ -170,6 +181,71 @@ TEST(CudaCodegenTest, GemmUsesTensorCoresAndACpAsyncRing) {
   EXPECT_EQ(md->shared_bytes, 2 * (64 * 32 * 2 + 32 * 64 * 2));
   EXPECT_GT(md->ptxas.registers, 0);
   EXPECT_EQ(md->ptxas.spill_stores, 0) << out->build_log;
+}
+
+// Whether some basic block of the PTX (split at labels and branches)
+// holds both needles.
+bool OneBlockHolds(const std::string& ptx, const std::string& a,
+                   const std::string& b) {
+  bool has_a = false, has_b = false;
+  for (absl::string_view line : absl::StrSplit(ptx, '\n')) {
+    if (absl::StartsWith(absl::StripLeadingAsciiWhitespace(line), "$L") ||
+        absl::StrContains(line, "bra")) {
+      has_a = has_b = false;
+      continue;
+    }
+    has_a |= absl::StrContains(line, a);
+    has_b |= absl::StrContains(line, b);
+    if (has_a && has_b) return true;
+  }
+  return false;
+}
+
+TEST(CudaCodegenTest, GemmMainLoopHasAWholeTileVersionWithStraightLineCopies) {
+  if (!HaveNvrtc()) GTEST_SKIP() << "NVRTC is not installed on this host";
+  const CompileOptions o = Sm80Gemm64Options();
+  absl::StatusOr<CompiledKernel> out = Compile(kGemm, o);
+  ASSERT_TRUE(out.ok()) << out.status();
+  // Tested at the first, second and last iteration; taken when whole.
+  EXPECT_THAT(out->device_source, HasSubstr("kiln::g2s_tile_whole<"));
+  EXPECT_THAT(out->device_source,
+              HasSubstr("const long long k = kiln::min_(kiln_lo + 1, "
+                        "kiln_hi - 1);"));
+  EXPECT_THAT(out->device_source, HasSubstr("if (kiln_whole) {"));
+  EXPECT_THAT(out->device_source,
+              HasSubstr("__builtin_assume(threadIdx.x < 128u);"));
+  // Copies known whole, S - 1 ahead, clamped to the last tile.
+  EXPECT_THAT(out->device_source, HasSubstr(", 128, true>("));
+  EXPECT_THAT(out->device_source, HasSubstr("kiln::min_(k + 1, kiln_hi - 1);"));
+  // The general loop stays for ragged tiles.
+  EXPECT_THAT(out->device_source, HasSubstr("if (kiln_next < kiln_hi)"));
+  // The point: the next stage's copies and this stage's mma.sync share a
+  // basic block, so ptxas can interleave them.
+  EXPECT_TRUE(OneBlockHolds(out->ptx, "cp.async.cg", "mma.sync"));
+  absl::StatusOr<runtime::KernelMetadata> md =
+      runtime::ParseKernelMetadata(out->metadata);
+  ASSERT_TRUE(md.ok()) << md.status();
+  EXPECT_EQ(md->ptxas.spill_stores, 0) << out->build_log;
+
+  // Not where a copy's start is not affine in the loop variable (its
+  // wholeness at the ends says nothing about the middle), nor in a fused
+  // loop.
+  std::string not_affine = kGemm;
+  absl::StrReplaceAll({{"k * 32:+32, bx", "k / 2 * 32:+32, bx"}}, &not_affine);
+  std::string fused = kGemm;
+  absl::StrReplaceAll(
+      {{"    gemm As, Bs -> Acc\n",
+        "    gemm As, Bs -> Acc\n"
+        "    parallel (i, j) in (BM, BM) { Acc[i, j] *= 0.5 }\n"}},
+      &fused);
+  for (const std::string& src : {not_affine, fused}) {
+    ASSERT_NE(src, kGemm);
+    absl::StatusOr<CompiledKernel> other = Compile(src, o);
+    ASSERT_TRUE(other.ok()) << other.status();
+    EXPECT_THAT(other->device_source, HasSubstr("2-stage cp.async ring"));
+    EXPECT_THAT(other->device_source, Not(HasSubstr("kiln_whole")));
+    EXPECT_FALSE(OneBlockHolds(other->ptx, "cp.async.cg", "mma.sync"));
+  }
 }
 
 TEST(CudaCodegenTest, AttentionKeepsRowStatisticsAndPInRegisters) {

@@ -247,6 +247,16 @@ std::vector<Case> Cases() {
   pairs.edits.push_back(
       {"threads(256) (bx, by)", "threads(256) cluster(2, 1, 1) (bx, by)"});
   c.push_back(pairs);
+  // K a whole number of 64-deep tiles, M and N ragged: the interior blocks
+  // take the mma.sync main loop's whole-tile version (straight-line
+  // copies, the last tile copied again into the free slot), the edge
+  // blocks the general loop, in one launch.
+  Case whole{"gemm.tile",
+             "gemm",
+             {{"BM", 128}, {"BN", 128}, {"BK", 64}, {"STAGES", 3}},
+             {{"M", 300}, {"N", 264}, {"K", 320}}};
+  whole.label = "whole k";
+  c.push_back(whole);
   // FP8 over more tiles than resident blocks, ragged in M: on sm_90a the
   // two consumer warpgroups take turns to issue across tiles, C is stored
   // straight from the accumulator through TMA, and the program's

@@ -37,6 +37,7 @@ const gpu::GpuDialect& CudaDialect(std::string_view target) {
     x->device_include = "kiln/kiln.cuh";
     x->launch_bounds_min_blocks = true;
     x->ring_name = "cp.async";
+    x->whole_tile_loops = true;
     x->acc_pair_stores = true;
     return x;
   }();

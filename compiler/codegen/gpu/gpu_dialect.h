@@ -57,6 +57,12 @@ struct GpuDialect {
   // library's g2s_tile_async completes at issue and its cp_async_commit /
   // cp_async_wait are no-ops (the emitter emits the same ring either way).
   std::string ring_name = "cp.async";
+  // A pipelined cp.async loop gets a second version, taken when every copy
+  // into its ring is a whole aligned tile at each iteration, whose copies
+  // are straight-line code (kiln::g2s_tile_async<..., true>): no test or
+  // branch between the ring's copies and the loop's gemms, so the
+  // instruction scheduler can interleave them.
+  bool whole_tile_loops = false;
   // Hopper warpgroup MMA (CUDA sm_90a): GEMMs whose operands are 16-bit
   // shared tiles and whose accumulator fits 64-row tiles per warpgroup
   // lower to wgmma.mma_async (kiln/wgmma.cuh) instead of the per-warp

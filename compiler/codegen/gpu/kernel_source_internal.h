@@ -278,6 +278,11 @@ class Emitter {
   bool TryFastCopy(const Access& src, const Access& dst, const Loc& loc,
                    const std::string& dst_ptr_override, bool wait,
                    absl::Status* st);
+  // What TryFastCopy emits for a global-to-shared tile: the copy, the
+  // copy known whole (g2s_tile_async<..., true>), or `kiln_whole &=` the
+  // test that it is whole (g2s_tile_whole).
+  enum class G2sMode { kCopy, kCopyWhole, kTestWhole };
+  G2sMode g2s_mode_ = G2sMode::kCopy;
   // The tensor map (index into tensor_maps_) through which a register
   // accumulator `acc` is stored to global region `g` (its rows along dim
   // `row_dim`, its columns along the innermost dim) with TMA
@@ -491,6 +496,10 @@ void CollectUses(const Block& b, std::set<std::string>* used,
                  std::set<std::string>* declared);
 // Names an expression uses (variables and loaded buffers).
 void ExprUses(const Expr& e, std::set<std::string>* used);
+// Whether an integer expression is affine in `var` with a literal
+// coefficient (sums, differences, negation, products with an integer
+// literal; other terms free of `var`).
+bool AffineIn(const Expr& e, const std::string& var);
 
 }  // namespace kiln::compiler::gpu::internal
 

@@ -316,6 +316,99 @@ absl::Status Emitter::EmitPipelined(const ForStmt& f, const Loc& loc) {
   Close();
   Line("kiln::cp_async_commit();");
   Close();
+  // The whole-tile version: where every ring copy is affine in the loop
+  // variable, it is whole at every iteration when it is at the first and
+  // the last (its start moves monotonically), and aligned at every one
+  // when at the first two (its address moves by a constant step).
+  // Only a GEMM main loop (ring copies and gemms) gets it: in a fused loop
+  // (attention) the interleaved copies lengthen live ranges across the
+  // softmax and the version spilled (148 bytes at head dim 128, BM 128).
+  bool version = dialect_.whole_tile_loops && !ws;
+  for (const Stmt& s : f.body) {
+    auto* c = std::get_if<CopyStmt>(&s.node);
+    const bool in_ring =
+        c && std::find(ring.begin(), ring.end(), c) != ring.end();
+    if (!in_ring && !std::holds_alternative<GemmStmt>(s.node)) version = false;
+  }
+  for (const CopyStmt* c : ring) {
+    for (const Slice& sl : c->src.slices) {
+      if (sl.kind != Slice::Kind::kFull && !AffineIn(sl.start, f.var)) {
+        version = false;
+      }
+    }
+  }
+  std::set<std::string> whole_r, whole_w;
+  if (version) {
+    Line("bool kiln_whole = kiln_hi > kiln_lo;");
+    for (const char* at :
+         {"kiln_lo", "kiln::min_(kiln_lo + 1, kiln_hi - 1)", "kiln_hi - 1"}) {
+      Open("");
+      Line(StrCat("const long long ", v, " = ", at, ";"));
+      g2s_mode_ = G2sMode::kTestWhole;
+      absl::Status st = issue("0");
+      g2s_mode_ = G2sMode::kCopy;
+      KILN_GPU_RETURN_IF_ERROR(st);
+      Close();
+    }
+    const std::set<std::string> r0 = pend_r_, w0 = pend_w_;
+    Open("if (kiln_whole)");
+    // (The block has exactly threads_ threads: the gemm helpers' idle-warp
+    // exits fold, so the body is one basic block. Not said for the whole
+    // kernel: in attention that moved code across the exits and spilled.)
+    Line(StrCat("__builtin_assume(threadIdx.x < ", threads_, "u);"));
+    // The copies run S - 1 iterations ahead into the slot the previous
+    // iteration read; the last S - 1 iterations copy the last tile again
+    // (into that free slot, never read) instead of branching.
+    Line("int kiln_slot = 0;");
+    for (const CopyStmt* c : ring) {
+      const std::string& code = bufs_.at(c->dst.name).code;
+      Line(StrCat("const int ", code, "_delta = (int)(reinterpret_cast<",
+                  "unsigned char*>(", code, "_ring) - reinterpret_cast<",
+                  "unsigned char*>(", code, "_stage0));"));
+    }
+    Open(StrCat("for (long long ", v, " = kiln_lo; ", v, " < kiln_hi; ++", v,
+                ")"));
+    Line(StrCat("kiln::cp_async_wait<", S - 2, ">();"));
+    Barrier();
+    Open("");
+    Line(StrCat("const long long kiln_next = kiln::min_(", v, " + ", S - 1,
+                ", kiln_hi - 1);"));
+    Line("const long long " + v + " = kiln_next;");
+    Line(StrCat("const int kiln_ns = kiln_slot == 0 ? ", S - 1,
+                " : kiln_slot - 1;"));
+    g2s_mode_ = G2sMode::kCopyWhole;
+    absl::Status st = issue("kiln_ns");
+    g2s_mode_ = G2sMode::kCopy;
+    KILN_GPU_RETURN_IF_ERROR(st);
+    Close();
+    Line("kiln::cp_async_commit();");
+    // The stage's tiles by a byte offset chosen without a branch (a
+    // select of two pointers became one).
+    for (const CopyStmt* c : ring) {
+      const Buf& b = bufs_.at(c->dst.name);
+      const std::string st = StorageType(b.dtype);
+      Line(StrCat(b.code, " = reinterpret_cast<", st,
+                  "*>(reinterpret_cast<unsigned char*>(", b.code,
+                  "_stage0) + (kiln_slot == 0 ? 0 : ", b.code,
+                  "_delta + (kiln_slot - 1) * ", slot_bytes_.at(c->dst.name),
+                  "));"));
+    }
+    for (const Stmt& s : f.body) {
+      auto* c = std::get_if<CopyStmt>(&s.node);
+      if (c && std::find(ring.begin(), ring.end(), c) != ring.end()) continue;
+      KILN_GPU_RETURN_IF_ERROR(EmitStmt(s, false));
+    }
+    Line(StrCat("kiln_slot = kiln_slot == ", S - 1, " ? 0 : kiln_slot + 1;"));
+    Close();
+    Line("kiln::cp_async_wait<0>();");
+    Barrier();
+    Close();
+    whole_r.swap(pend_r_);
+    whole_w.swap(pend_w_);
+    pend_r_ = r0;
+    pend_w_ = w0;
+    Open("else");
+  }
   // One barrier per iteration: once every thread has waited for this
   // iteration's group and passed the barrier, the slot the previous
   // iteration read is free for the copies S - 1 iterations ahead.
@@ -342,6 +435,10 @@ absl::Status Emitter::EmitPipelined(const ForStmt& f, const Loc& loc) {
   Close();
   Line("kiln::cp_async_wait<0>();");
   Barrier();
+  if (version) {
+    Close();
+    Touch(whole_r, whole_w);
+  }
   if (ws) Close();
   Touch(ws_r, ws_w);
   Close();

@@ -278,9 +278,14 @@ bool Emitter::TryFastCopy(const Access& src, const Access& dst, const Loc& loc,
       } else {
         Line(stores);
       }
+    } else if (g2s && g2s_mode_ == G2sMode::kTestWhole) {
+      Line(StrCat("kiln_whole = kiln_whole && kiln::g2s_tile_whole<", st_type,
+                  ", ", tb.layout, ">(", gp, ", ", g.buf->strides[fd[0]],
+                  ", kiln_rlo, kiln_rhi, kiln_clo, kiln_chi);"));
     } else if (g2s) {
       Line(StrCat("kiln::g2s_tile_async<", st_type, ", ", tb.layout, ", ",
-                  threads_, ">(", tp, ", ", gp, ", ", g.buf->code, ", ",
+                  threads_, g2s_mode_ == G2sMode::kCopyWhole ? ", true" : "",
+                  ">(", tp, ", ", gp, ", ", g.buf->code, ", ",
                   g.buf->strides[fd[0]],
                   ", kiln_rlo, kiln_rhi, kiln_clo, kiln_chi);"));
     } else {
@@ -409,6 +414,15 @@ bool SplitElements(const Expr& e, int64_t scale,
       return false;
   }
 }
+
+}  // namespace
+
+bool AffineIn(const Expr& e, const std::string& var) {
+  ElementSplit split;
+  return SplitElements(e, 1, {var}, &split);
+}
+
+namespace {
 
 bool IsComparison(BinaryOp op) {
   return op == BinaryOp::kLt || op == BinaryOp::kLe || op == BinaryOp::kGt ||

@@ -26,13 +26,27 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
 
+// Whether g2s_tile_async's tile (same arguments) lies wholly inside the
+// tensor with every chunk 16-byte aligned: one cp.async per chunk.
+template <typename T, typename Layout>
+__device__ __forceinline__ bool g2s_tile_whole(const T* g, long long row_stride,
+                                               int r_lo, int r_hi, int c_lo,
+                                               int c_hi) {
+  constexpr int kPer = 16 / static_cast<int>(sizeof(T));
+  return ((reinterpret_cast<unsigned long long>(g) & 15ull) == 0) &&
+         (row_stride % kPer == 0) && r_lo == 0 && r_hi == Layout::kRows &&
+         c_lo == 0 && c_hi == Layout::kCols;
+}
+
 // Copies the tile g[r * row_stride + c] (r < Layout::kRows, c <
 // Layout::kCols) into `smem` laid out by Layout, THREADS threads sharing the
 // chunks. Only rows in [r_lo, r_hi) and columns in [c_lo, c_hi) are in the
 // tensor; the rest is zero. `gbase` is any valid address (used for zero-fill
 // chunks). Every thread of the block calls it; the data is complete after
-// cp_async_commit + cp_async_wait + __syncthreads.
-template <typename T, typename Layout, int THREADS>
+// cp_async_commit + cp_async_wait + __syncthreads. WHOLE: the caller has
+// established g2s_tile_whole (a pipelined loop's whole-tile version), so
+// the copy is straight-line code with no test.
+template <typename T, typename Layout, int THREADS, bool WHOLE = false>
 __device__ __forceinline__ void g2s_tile_async(T* smem, const T* g,
                                                const T* gbase,
                                                long long row_stride, int r_lo,
@@ -46,8 +60,8 @@ __device__ __forceinline__ void g2s_tile_async(T* smem, const T* g,
   const bool aligned =
       ((reinterpret_cast<unsigned long long>(g) & 15ull) == 0) &&
       (row_stride % kPer == 0);
-  if (aligned && r_lo == 0 && r_hi == Layout::kRows && c_lo == 0 &&
-      c_hi == Layout::kCols) {
+  if (WHOLE ||
+      g2s_tile_whole<T, Layout>(g, row_stride, r_lo, r_hi, c_lo, c_hi)) {
     // The whole tile is inside the tensor: one cp.async per chunk.
     constexpr int kRowsPerIt = THREADS / kChunks;
     if constexpr (THREADS % kChunks == 0 &&
@@ -82,21 +96,23 @@ __device__ __forceinline__ void g2s_tile_async(T* smem, const T* g,
     }
     return;
   }
+  if constexpr (!WHOLE) {
 #pragma unroll 1
-  for (int i = tid; i < kTotal; i += THREADS) {
-    const int r = i / kChunks;
-    const int c = (i % kChunks) * kPer;
-    T* dst = smem + Layout::offset(r, c);
-    const bool row_in = r >= r_lo && r < r_hi;
-    if (!row_in || c + kPer <= c_lo || c >= c_hi) {
-      cp_async_16(dst, gbase, 0);
-    } else if (aligned && c >= c_lo && c + kPer <= c_hi) {
-      cp_async_16(dst, g + r * row_stride + c, 16);
-    } else {
+    for (int i = tid; i < kTotal; i += THREADS) {
+      const int r = i / kChunks;
+      const int c = (i % kChunks) * kPer;
+      T* dst = smem + Layout::offset(r, c);
+      const bool row_in = r >= r_lo && r < r_hi;
+      if (!row_in || c + kPer <= c_lo || c >= c_hi) {
+        cp_async_16(dst, gbase, 0);
+      } else if (aligned && c >= c_lo && c + kPer <= c_hi) {
+        cp_async_16(dst, g + r * row_stride + c, 16);
+      } else {
 #pragma unroll
-      for (int e = 0; e < kPer; ++e) {
-        const int cc = c + e;
-        dst[e] = (cc >= c_lo && cc < c_hi) ? g[r * row_stride + cc] : T(0);
+        for (int e = 0; e < kPer; ++e) {
+          const int cc = c + e;
+          dst[e] = (cc >= c_lo && cc < c_hi) ? g[r * row_stride + cc] : T(0);
+        }
       }
     }
   }
