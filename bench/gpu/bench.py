@@ -223,12 +223,15 @@ def bench_attention(rows):
     total = 16384
     # KILN_BENCH_HEAD_DIMS="64,128" limits the run to those head dims.
     only = os.environ.get("KILN_BENCH_HEAD_DIMS")
+    # KILN_BENCH_SEQS="1024,4096" limits the sequence lengths.
+    seqs = [int(x) for x in os.environ.get(
+        "KILN_BENCH_SEQS", "1024,2048,4096,8192,16384").split(",")]
     for d, heads in ((64, 32), (128, 16), (256, 8)):
         if only and str(d) not in only.split(","):
             continue
         for causal in (False, True):
             ks = kernels(f"fa{'_causal' if causal else ''}_d{d}")
-            for s in (1024, 4096, 16384):
+            for s in seqs:
                 b = total // s
                 q, k, v = (torch.randn(b, s, heads, d, device="cuda",
                                        dtype=torch.bfloat16) for _ in range(3))

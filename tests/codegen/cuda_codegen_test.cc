@@ -278,6 +278,50 @@ TEST(CudaCodegenTest, AttentionKeepsRowStatisticsAndPInRegisters) {
 // bound computed once per statement (clamped to the index's range), not
 // in 64-bit index arithmetic per element; comparisons that are not linear
 // in the element indices are left as written.
+// Causal attention's blocks run longer as the query block index grows:
+// they start longest first. Not when the work does not grow with x
+// (non-causal), nor when it shrinks.
+TEST(CudaCodegenTest, BlocksWhoseLoopsGrowWithXStartLongestFirst) {
+  if (!HaveNvrtc()) GTEST_SKIP() << "NVRTC is not installed on this host";
+  const std::string source = ReadFile(std::filesystem::path(KILN_CORPUS_DIR) /
+                                      "flash_attention_fwd.tile");
+  const std::string causal_loop =
+      "pipelined(ceildiv(min(S, (bx + 1) * BM), BN), stages=STAGES)";
+  ASSERT_THAT(source, HasSubstr(causal_loop));
+  std::string shrinking = source;
+  absl::StrReplaceAll(
+      {{causal_loop, "pipelined(ceildiv(S, BN) - bx, stages=STAGES)"}},
+      &shrinking);
+  const std::string reversed =
+      "long long bx = gridDim.x - 1 - blockIdx.x;  // longest first";
+  struct Want {
+    const std::string* src;
+    std::string kernel;
+    bool reversed;
+  };
+  for (const Want& w :
+       {Want{&source, "flash_attention_fwd_causal", true},
+        Want{&source, "flash_attention_fwd", false},
+        Want{&shrinking, "flash_attention_fwd_causal", false}}) {
+    for (const char* target : {"sm_90", "sm_90a"}) {
+      SCOPED_TRACE(w.kernel + " " + target);
+      CompileOptions o;
+      o.target = target;
+      o.kernel = w.kernel;
+      o.bindings = {{"BM", 64}, {"BN", 64}, {"STAGES", 2}};
+      absl::StatusOr<CompiledKernel> out = Compile(*w.src, o);
+      ASSERT_TRUE(out.ok()) << out.status();
+      if (w.reversed) {
+        EXPECT_THAT(out->device_source, HasSubstr(reversed));
+      } else {
+        EXPECT_THAT(out->device_source, Not(HasSubstr("longest first")));
+        EXPECT_THAT(out->device_source,
+                    HasSubstr("long long bx = blockIdx.x;"));
+      }
+    }
+  }
+}
+
 TEST(CudaCodegenTest, ElementMasksCompareIn32BitsAgainstAHoistedBound) {
   if (!HaveNvrtc()) GTEST_SKIP() << "NVRTC is not installed on this host";
   const std::string source = ReadFile(std::filesystem::path(KILN_CORPUS_DIR) /

@@ -420,7 +420,86 @@ void ForEachNestedStmt(const Stmt& s,
   }
 }
 
+// How an integer expression moves as `v` grows, the other names fixed.
+enum class Trend { kConstant, kRising, kUnknown };
+
+Trend TrendIn(const Expr& e, const std::string& v) {
+  auto both = [](Trend a, Trend b) {
+    if (a == Trend::kUnknown || b == Trend::kUnknown) return Trend::kUnknown;
+    return a == Trend::kRising || b == Trend::kRising ? Trend::kRising
+                                                      : Trend::kConstant;
+  };
+  auto nonneg = [](const Expr& x) {
+    auto c = FoldInt(x);
+    return c && *c >= 0;
+  };
+  auto positive = [](const Expr& x) {
+    auto c = FoldInt(x);
+    return c && *c > 0;
+  };
+  switch (e.kind) {
+    case ExprKind::kInt:
+      return Trend::kConstant;
+    case ExprKind::kVar:
+      return e.name == v ? Trend::kRising : Trend::kConstant;
+    case ExprKind::kBinary: {
+      const Trend a = TrendIn(e.args[0], v), b = TrendIn(e.args[1], v);
+      if (a == Trend::kConstant && b == Trend::kConstant) {
+        return Trend::kConstant;
+      }
+      switch (e.binary_op) {
+        case BinaryOp::kAdd:
+          return both(a, b);
+        case BinaryOp::kSub:
+          return b == Trend::kConstant ? a : Trend::kUnknown;
+        case BinaryOp::kMul:
+          if (b == Trend::kConstant && nonneg(e.args[1])) return a;
+          if (a == Trend::kConstant && nonneg(e.args[0])) return b;
+          return Trend::kUnknown;
+        case BinaryOp::kDiv:
+          return b == Trend::kConstant && positive(e.args[1]) ? a
+                                                              : Trend::kUnknown;
+        default:
+          return Trend::kUnknown;
+      }
+    }
+    case ExprKind::kCall: {
+      Trend t = Trend::kConstant;
+      for (const Expr& a : e.args) t = both(t, TrendIn(a, v));
+      if (t == Trend::kConstant) return t;
+      if (e.name == "min" || e.name == "max") return t;
+      if (e.name == "ceildiv" && e.args.size() == 2 &&
+          TrendIn(e.args[1], v) == Trend::kConstant && positive(e.args[1])) {
+        return t;
+      }
+      return Trend::kUnknown;
+    }
+    default: {
+      std::set<std::string> used;
+      ExprUses(e, &used);
+      return used.count(v) ? Trend::kUnknown : Trend::kConstant;
+    }
+  }
+}
+
 }  // namespace
+
+bool Emitter::LongestFirstX() const {
+  if (Persistent() || k_.block_vars.empty()) return false;
+  const std::string& bx = k_.block_vars[0];
+  bool rising = false;
+  for (const Stmt& s : k_.body) {
+    // (rasterize sets its own order.)
+    if (std::holds_alternative<RasterizeStmt>(s.node)) return false;
+    auto* f = std::get_if<ForStmt>(&s.node);
+    if (!f) continue;
+    const Trend stop = TrendIn(f->stop, bx);
+    const Trend start = f->start ? TrendIn(*f->start, bx) : Trend::kConstant;
+    if (start != Trend::kConstant || stop == Trend::kUnknown) return false;
+    rising |= stop == Trend::kRising;
+  }
+  return rising;
+}
 
 void Emitter::PlanSharedLives() {
   alias_shared_ = ws_loop_ == nullptr && plan_.wgmma_tiles.empty();
@@ -820,11 +899,19 @@ absl::StatusOr<KernelSource> Emitter::Run() {
       prologue.push_back("const unsigned kiln_rank = kiln::cluster_rank();");
     }
   }
+  // Blocks whose loops run longer as x grows (causal attention) start in
+  // decreasing x: blocks start roughly in index order, so the longest go
+  // first and the last wave is made of the shortest (a bijection of x).
+  const bool longest_first = LongestFirstX();
   for (size_t d = 0; d < k_.block_vars.size(); ++d) {
     const std::string v = Mangle(k_.block_vars[d]);
     prologue.push_back(
         Persistent() ? StrCat("long long ", v, " = 0;")
-                     : StrCat("long long ", v, " = blockIdx.", "xyz"[d], ";"));
+        : d == 0 && longest_first
+            ? StrCat("long long ", v,
+                     " = gridDim.x - 1 - blockIdx.x;  "
+                     "// longest first")
+            : StrCat("long long ", v, " = blockIdx.", "xyz"[d], ";"));
     vars_[k_.block_vars[d]] = {v, Type::Int()};
   }
   indent_ = 1;

@@ -425,6 +425,10 @@ class Emitter {
   // blocks' work varies (causal attention), and the hardware's block
   // scheduler balances it where a static walk of the tiles does not.
   bool Persistent() const { return ws_loop_ != nullptr && !ws_fused_; }
+  // Whether blocks take x in decreasing order: a top-level loop's trip
+  // count rises with the x block index (and none moves otherwise), in a
+  // kernel that is neither persistent nor rasterised.
+  bool LongestFirstX() const;
   const ForStmt* ws_loop_ = nullptr;
   // The loop's body does more than accumulate wgmma gemms (attention): its
   // gemms are waited for at once and each stage freed when the iteration
