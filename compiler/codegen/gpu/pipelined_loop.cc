@@ -278,6 +278,17 @@ absl::Status Emitter::EmitPipelined(const ForStmt& f, const Loc& loc) {
     }
     return absl::OkStatus();
   };
+  auto in_ring = [&](const Stmt& s) {
+    auto* c = std::get_if<CopyStmt>(&s.node);
+    return c && std::find(ring.begin(), ring.end(), c) != ring.end();
+  };
+  // The loop body past the ring's copies (issued S - 1 iterations ahead).
+  auto emit_rest = [&]() -> absl::Status {
+    for (const Stmt& s : f.body) {
+      if (!in_ring(s)) KILN_GPU_RETURN_IF_ERROR(EmitStmt(s, false));
+    }
+    return absl::OkStatus();
+  };
   // Hopper: the warp-specialised TMA ring (tma_loop.cc), when every copy
   // from global memory in the body is in the ring; the cp.async ring below
   // stays as its fallback.
@@ -325,10 +336,9 @@ absl::Status Emitter::EmitPipelined(const ForStmt& f, const Loc& loc) {
   // softmax and the version spilled (148 bytes at head dim 128, BM 128).
   bool version = dialect_.whole_tile_loops && !ws;
   for (const Stmt& s : f.body) {
-    auto* c = std::get_if<CopyStmt>(&s.node);
-    const bool in_ring =
-        c && std::find(ring.begin(), ring.end(), c) != ring.end();
-    if (!in_ring && !std::holds_alternative<GemmStmt>(s.node)) version = false;
+    if (!in_ring(s) && !std::holds_alternative<GemmStmt>(s.node)) {
+      version = false;
+    }
   }
   for (const CopyStmt* c : ring) {
     for (const Slice& sl : c->src.slices) {
@@ -393,11 +403,7 @@ absl::Status Emitter::EmitPipelined(const ForStmt& f, const Loc& loc) {
                   "_delta + (kiln_slot - 1) * ", slot_bytes_.at(c->dst.name),
                   "));"));
     }
-    for (const Stmt& s : f.body) {
-      auto* c = std::get_if<CopyStmt>(&s.node);
-      if (c && std::find(ring.begin(), ring.end(), c) != ring.end()) continue;
-      KILN_GPU_RETURN_IF_ERROR(EmitStmt(s, false));
-    }
+    KILN_GPU_RETURN_IF_ERROR(emit_rest());
     Line(StrCat("kiln_slot = kiln_slot == ", S - 1, " ? 0 : kiln_slot + 1;"));
     Close();
     Line("kiln::cp_async_wait<0>();");
@@ -427,11 +433,7 @@ absl::Status Emitter::EmitPipelined(const ForStmt& f, const Loc& loc) {
   Line("kiln::cp_async_commit();");
   Line(StrCat("const int kiln_slot = (int)(", v, " - kiln_lo) % ", S, ";"));
   PointRingAt(ring, "kiln_slot");
-  for (const Stmt& s : f.body) {
-    auto* c = std::get_if<CopyStmt>(&s.node);
-    if (c && std::find(ring.begin(), ring.end(), c) != ring.end()) continue;
-    KILN_GPU_RETURN_IF_ERROR(EmitStmt(s, false));
-  }
+  KILN_GPU_RETURN_IF_ERROR(emit_rest());
   Close();
   Line("kiln::cp_async_wait<0>();");
   Barrier();
