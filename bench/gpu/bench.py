@@ -87,6 +87,13 @@ def kernels(prefix):
 # ~15% faster than it can stay). A time-based warm-up measures each at its
 # own sustained clock.
 WARM_MS = float(os.environ.get("KILN_BENCH_WARM_MS", "300"))
+# The same warm-up before each variant of the sweep, so that variants are
+# compared (and the best picked) at their sustained clocks: without it each
+# runs at the clock the one before it left, which favours a variant timed
+# after a lighter one (2026-11-30: a persistent attention kernel read +13%
+# over its predecessor timed right after it, +6% with the warm-up).
+# KILN_BENCH_SWEEP_WARM_MS=0 turns it off for a quicker sweep.
+SWEEP_WARM_MS = float(os.environ.get("KILN_BENCH_SWEEP_WARM_MS", str(WARM_MS)))
 
 
 def run_for_ms(fn, ms):
@@ -165,7 +172,8 @@ def gemm_row(rows, label, ks, args, c, ref, ref_fn, flops, ref_name):
         torch.cuda.synchronize()
         err = ((c.float() - ref.float()).abs().max() /
                ref.float().abs().max()).item()
-        best = pick(best, kern, median_ms(run), err, GEMM_TOL, flops, run)
+        best = pick(best, kern, median_ms(run, warm_ms=SWEEP_WARM_MS), err,
+                    GEMM_TOL, flops, run)
     if best is None:
         print("no correct variant for", label, flush=True)
         return
@@ -251,8 +259,9 @@ def bench_attention(rows):
                     run()
                     torch.cuda.synchronize()
                     err = (o.float() - ref.float()).abs().max().item()
-                    best = pick(best, kern, median_ms(run, 3, 10), err,
-                                ATTN_TOL, flops, run)
+                    best = pick(best, kern,
+                                median_ms(run, 3, 10, warm_ms=SWEEP_WARM_MS),
+                                err, ATTN_TOL, flops, run)
                 if best is None:
                     print("no correct variant for", label, flush=True)
                     continue

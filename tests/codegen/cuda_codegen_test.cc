@@ -322,6 +322,37 @@ TEST(CudaCodegenTest, BlocksWhoseLoopsGrowWithXStartLongestFirst) {
   }
 }
 
+// O /= logsum in attention's epilogue: an f32 division of register
+// fragment elements by their row's value is a multiplication by the row's
+// correctly rounded reciprocal (within 1 ulp), computed once per row. A
+// division by a value that is not a register row vector's (softmax's row
+// sum over a tile held row-major, a constant) stays a division.
+TEST(CudaCodegenTest, DivisionByARowValueInARegisterFragmentIsByItsReciprocal) {
+  if (!HaveNvrtc()) GTEST_SKIP() << "NVRTC is not installed on this host";
+  const std::string dir = KILN_CORPUS_DIR;
+  for (const char* target : {"sm_90", "sm_90a"}) {
+    SCOPED_TRACE(target);
+    CompileOptions o;
+    o.target = target;
+    o.kernel = "flash_attention_fwd";
+    o.bindings = {{"BM", 64}, {"BN", 64}, {"STAGES", 2}};
+    o.keep_ptx = true;
+    absl::StatusOr<CompiledKernel> fa = Compile(
+        ReadFile(std::filesystem::path(dir) / "flash_attention_fwd.tile"), o);
+    ASSERT_TRUE(fa.ok()) << fa.status();
+    EXPECT_THAT(fa->device_source, HasSubstr(" * kiln::rcp_rn(logsum["));
+    EXPECT_THAT(fa->ptx, HasSubstr("rcp.rn.f32"));
+    EXPECT_THAT(fa->ptx, Not(HasSubstr("div.rn.f32")));
+    o.kernel = "softmax";
+    o.bindings = {{"BM", 4}, {"BN", 256}};
+    absl::StatusOr<CompiledKernel> sm =
+        Compile(ReadFile(std::filesystem::path(dir) / "softmax.tile"), o);
+    ASSERT_TRUE(sm.ok()) << sm.status();
+    EXPECT_THAT(sm->device_source, Not(HasSubstr("rcp_rn")));
+    EXPECT_THAT(sm->device_source, HasSubstr(") / row_sum[(i2)])"));
+  }
+}
+
 TEST(CudaCodegenTest, ElementMasksCompareIn32BitsAgainstAHoistedBound) {
   if (!HaveNvrtc()) GTEST_SKIP() << "NVRTC is not installed on this host";
   const std::string source = ReadFile(std::filesystem::path(KILN_CORPUS_DIR) /
@@ -569,15 +600,47 @@ TEST(CudaCodegenTest, Sm90aLowersCorpusGemmsToWgmmaWithoutSerialisation) {
       // as the fallback for tensors TMA cannot describe.
       EXPECT_EQ(md->block[0].AsConstant(), c.block);
       // A GEMM is persistent: the resident blocks walk the tiles, so that
-      // a tile's epilogue overlaps the producer's loads for the next.
-      // Attention is not (causal blocks differ in work: the hardware's
-      // block scheduler balances them).
-      EXPECT_EQ(md->persistent, !attention);
+      // a tile's epilogue overlaps the producer's loads for the next. So
+      // is attention over two consumer warpgroups (a block fills an SM);
+      // with one, several blocks share an SM and overlap one another.
+      const bool two_wg_attention = attention && c.block == 384;
+      EXPECT_EQ(md->persistent, !attention || two_wg_attention);
       // And one for the output: the accumulator goes to it through shared
       // memory (stmatrix) and TMA stores, straight from the accumulator
       // where the program staged it in a shared tile of its own (fp8,
-      // attention: that tile is not allocated).
-      EXPECT_EQ(md->tensor_maps.size(), 3u);
+      // attention: that tile is not allocated). Persistent attention has
+      // one more, for Q, which its producer loads per tile.
+      EXPECT_EQ(md->tensor_maps.size(), two_wg_attention ? 4u : 3u);
+      if (two_wg_attention) {
+        const std::string& src = out->device_source;
+        // Q in two slots (128x128 with two K/V stages leaves room), the
+        // next tile's going out while this one's is read; a slot is freed
+        // after the last iteration's Q K^T.
+        EXPECT_THAT(src, HasSubstr("Qs loaded by the producer (TMA) for each "
+                                   "tile"));
+        EXPECT_THAT(src, HasSubstr("constexpr int kiln_qslots = 2;"));
+        EXPECT_THAT(src,
+                    HasSubstr("kiln::wgmma_wait<0>();\n        if (k == "
+                              "kiln_hi - 1 && threadIdx.x % 32 == 0) "
+                              "kiln::mbar_arrive(&kiln_qempty[(kiln_q - 1) % "
+                              "kiln_qslots]);"));
+        // Causal work grows with x: each block walks mirrored pairs.
+        EXPECT_THAT(src, HasSubstr("bx = kiln_t % 2 ? kiln_p : kiln_grid0 - 1 "
+                                   "- kiln_p;"));
+        // No consumer barrier between tiles on the TMA path.
+        EXPECT_THAT(src, HasSubstr("if (!kiln_tma) {\n    "
+                                   "kiln::fence_proxy_async();"));
+        // O /= logsum: one reciprocal per row register (two per thread),
+        // not a division per element.
+        EXPECT_THAT(src, HasSubstr("* kiln::rcp_rn(logsum[acc_o_L::row_reg("));
+        size_t rcp = 0;
+        for (size_t at = out->ptx.find("rcp.rn.f32"); at != std::string::npos;
+             at = out->ptx.find("rcp.rn.f32", at + 1)) {
+          ++rcp;
+        }
+        EXPECT_EQ(rcp, 2u);
+        EXPECT_THAT(out->ptx, Not(HasSubstr("div.rn.f32")));
+      }
       if (c.file != "gemm.tile") {
         EXPECT_THAT(out->device_source,
                     ::testing::ContainsRegex("// [A-Za-z]s: not allocated"));

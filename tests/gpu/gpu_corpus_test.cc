@@ -228,6 +228,17 @@ std::vector<Case> Cases() {
     t256.label = "t256";
     t256.edits = {{"threads(128)", "threads(256)"}};
     c.push_back(t256);
+    // More tiles than an H200 holds blocks (on sm_90a the persistent
+    // blocks walk them; the producer loads each tile's Q once the
+    // consumers are done with the last), an odd number of query tiles
+    // (9: causal blocks walk mirrored pairs, the middle tile alone) and a
+    // ragged last one: 252 tiles, 140 causal pairs.
+    Case walk = t256;
+    walk.bindings = {{"BM", 128}, {"BN", 128}, {"STAGES", 2}};
+    walk.symbols = {{"B", 4}, {"S", 1100}, {"H", 7}};
+    walk.label = "t256 persistent";
+    walk.edits.push_back({"BM * BN <= 8192", "BM * BN <= 16384"});
+    c.push_back(walk);
   }
   // The Hopper GEMM's shape (128 x 256 over two consumer warpgroups) on
   // more tiles than an H200 holds blocks at once, ragged in M and N: on

@@ -265,7 +265,9 @@ absl::StatusOr<CExpr> ExprEmitter::Emit(const Expr& e) {
       if (!a.ok()) return a.status();
       auto b = Emit(e.args[1]);
       if (!b.ok()) return b.status();
-      return Binary(e.binary_op, std::move(*a), std::move(*b));
+      const bool invariant =
+          e.binary_op == BinaryOp::kDiv && invariant_ && invariant_(e.args[1]);
+      return Binary(e.binary_op, std::move(*a), std::move(*b), invariant);
     }
     case ExprKind::kCall: {
       std::vector<CExpr> args;
@@ -280,7 +282,8 @@ absl::StatusOr<CExpr> ExprEmitter::Emit(const Expr& e) {
   return absl::InternalError("unknown expression kind");
 }
 
-absl::StatusOr<CExpr> ExprEmitter::Binary(BinaryOp op, CExpr a, CExpr b) {
+absl::StatusOr<CExpr> ExprEmitter::Binary(BinaryOp op, CExpr a, CExpr b,
+                                          bool invariant_divisor) {
   std::string err;
   Type t = BinaryResultType(op, a.type, b.type, &err);
   if (t.IsError()) {
@@ -325,7 +328,12 @@ absl::StatusOr<CExpr> ExprEmitter::Binary(BinaryOp op, CExpr a, CExpr b) {
   const std::string ct = RegType(t);
   if (t.IsFloat()) {
     std::string r;
-    if (op == BinaryOp::kDiv) {
+    if (op == BinaryOp::kDiv && invariant_divisor &&
+        t.kind == Type::Kind::kDType && t.dtype == DType::kF32) {
+      // (Within 1 ulp of the quotient; one reciprocal per row where the
+      // quotient would cost a division sequence per element.)
+      r = "(" + x.code + " * kiln::rcp_rn(" + y.code + "))";
+    } else if (op == BinaryOp::kDiv) {
       r = "(" + x.code + " / " + y.code + ")";
     } else {
       r = "(" + x.code + " " + std::string(BinaryOpSpelling(op)) + " " +

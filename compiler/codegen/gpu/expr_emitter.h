@@ -53,19 +53,29 @@ class ExprEmitter {
   using LoadFn = std::function<absl::StatusOr<CExpr>(
       const std::string& name, const std::vector<Expr>& indices)>;
 
-  ExprEmitter(VarFn var, LoadFn load)
-      : var_(std::move(var)), load_(std::move(load)) {}
+  // Whether a divisor stays the same across the elements a statement runs
+  // over together (a register row vector in a fragment loop): an f32
+  // division by it is emitted as a multiplication by its correctly rounded
+  // reciprocal, which the compiler computes once per value.
+  using InvariantFn = std::function<bool(const Expr& divisor)>;
+
+  ExprEmitter(VarFn var, LoadFn load, InvariantFn invariant = nullptr)
+      : var_(std::move(var)),
+        load_(std::move(load)),
+        invariant_(std::move(invariant)) {}
 
   absl::StatusOr<CExpr> Emit(const Expr& e);
   // Emits `e` converted to a 64-bit index (long long).
   absl::StatusOr<std::string> Index(const Expr& e);
 
  private:
-  absl::StatusOr<CExpr> Binary(BinaryOp op, CExpr a, CExpr b);
+  absl::StatusOr<CExpr> Binary(BinaryOp op, CExpr a, CExpr b,
+                               bool invariant_divisor = false);
   absl::StatusOr<CExpr> Call(const std::string& name, std::vector<CExpr> args);
 
   VarFn var_;
   LoadFn load_;
+  InvariantFn invariant_;
 };
 
 }  // namespace kiln::compiler::gpu

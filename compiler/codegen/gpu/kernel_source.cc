@@ -137,11 +137,10 @@ absl::StatusOr<std::string> Emitter::StoreCode(const std::string& name,
                    : op == AssignOp::kMul ? BinaryOp::kMul
                                           : BinaryOp::kDiv;
     // Reuse the expression emitter's operator semantics on the two values.
+    // (The value stays an expression: a division looks at its divisor.)
     std::string tmp = StrCat("kiln_cur", uid_++);
     vars_[tmp] = {cur->code, cur->type};
-    std::string tmp2 = StrCat("kiln_val", uid_++);
-    vars_[tmp2] = {val.code, val.type};
-    auto r = Value(Expr::Binary(bop, Expr::Var(tmp), Expr::Var(tmp2)));
+    auto r = Value(Expr::Binary(bop, Expr::Var(tmp), value_expr));
     if (!r.ok()) return r.status();
     val = *r;
   }
@@ -298,6 +297,10 @@ absl::Status Emitter::EmitBlock(const Block& b, bool element) {
     if (!element && staged_stores_.count(&b[i]) && i + 1 < b.size()) {
       KILN_GPU_RETURN_IF_ERROR(EmitStagedStore(b[i], b[i + 1]));
       ++i;
+      continue;
+    }
+    if (!element && ws_pre_.count(&b[i])) {
+      KILN_GPU_RETURN_IF_ERROR(EmitWsPreCopy(b[i]));
       continue;
     }
     KILN_GPU_RETURN_IF_ERROR(EmitStmt(b[i], element));
@@ -484,8 +487,8 @@ Trend TrendIn(const Expr& e, const std::string& v) {
 
 }  // namespace
 
-bool Emitter::LongestFirstX() const {
-  if (Persistent() || k_.block_vars.empty()) return false;
+bool Emitter::RisingX() const {
+  if (k_.block_vars.empty()) return false;
   const std::string& bx = k_.block_vars[0];
   bool rising = false;
   for (const Stmt& s : k_.body) {
@@ -891,10 +894,12 @@ absl::StatusOr<KernelSource> Emitter::Run() {
       }
       prologue.push_back(StrCat("const long long kiln_grid", d, " = ", g, ";"));
     }
-    // The x extent walked: pairs of blocks in a cluster pair.
+    // The x extent walked: pairs of blocks in a cluster pair, or pairs of
+    // mirrored tiles (PairedWalk).
     prologue.push_back(
-        ws_cluster_ > 1 ? "const long long kiln_walk0 = (kiln_grid0 + 1) / 2;"
-                        : "const long long kiln_walk0 = kiln_grid0;");
+        ws_cluster_ > 1 || PairedWalk()
+            ? "const long long kiln_walk0 = (kiln_grid0 + 1) / 2;"
+            : "const long long kiln_walk0 = kiln_grid0;");
     if (ws_cluster_ > 1) {
       prologue.push_back("const unsigned kiln_rank = kiln::cluster_rank();");
     }
@@ -919,15 +924,42 @@ absl::StatusOr<KernelSource> Emitter::Run() {
   const std::string producer_marker = "// @@kiln-producer@@\n";
   if (ws_loop_) out_ += producer_marker;
   KILN_GPU_RETURN_IF_ERROR(EmitBlock(k_.body, false));
-  // A persistent block's next tile reuses its shared buffers.
-  if (Persistent()) Flush();
+  // A persistent block's next tile reuses its shared buffers. With TMA,
+  // the tiles the producer loads are handed over on mbarriers (the ring's,
+  // and kiln_qempty for those loaded per tile) and each warpgroup waits
+  // for its own staged stores: when nothing else is pending the consumer
+  // warpgroups need no barrier between tiles, and each keeps its own pace
+  // (one's softmax under the other's gemms) from one tile to the next.
+  if (Persistent()) {
+    std::set<std::string> tma_handed(ws_pre_tiles_);
+    if (ws_loop_) {
+      for (const Stmt& s : ws_loop_->body) {
+        if (auto* c = std::get_if<CopyStmt>(&s.node)) {
+          tma_handed.insert(c->dst.name);
+        }
+      }
+    }
+    bool only_handed = !ws_pre_.empty();
+    for (const std::set<std::string>* pend : {&pend_r_, &pend_w_}) {
+      for (const std::string& n : *pend) only_handed &= tma_handed.count(n) > 0;
+    }
+    if (only_handed && (!pend_r_.empty() || !pend_w_.empty())) {
+      Open("if (!kiln_tma)");
+      Flush();
+      Close();
+    } else {
+      Flush();
+    }
+  }
   std::string body = std::move(out_);
   if (ws_loop_) {
+    PlacePreSlots();
     auto producer = ProducerCode();
     if (!producer.ok()) return producer.status();
     // The consumers' tile loop around the program's body.
     std::string code = *producer;
     code += "  int kiln_it = 0;  // ring iterations so far (all tiles)\n";
+    if (!ws_pre_.empty()) code += "  int kiln_q = 0;  // tiles begun\n";
     code += "  " + TileLoopHead() + "\n";
     body.replace(body.find(producer_marker), producer_marker.size(), code);
     body += "  }\n";

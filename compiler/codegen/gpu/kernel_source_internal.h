@@ -224,6 +224,11 @@ class Emitter {
         [this](const std::string& n) { return VarValue(n); },
         [this](const std::string& n, const std::vector<Expr>& idx) {
           return LoadValue(n, idx);
+        },
+        [this](const Expr& d) {
+          // A row vector's element, in a loop over a register fragment.
+          const Buf* b = d.kind == ExprKind::kLoad ? FindBuf(d.name) : nullptr;
+          return !reg_q_.empty() && b != nullptr && b->row != nullptr;
         });
   }
   absl::StatusOr<CExpr> Value(const Expr& e) { return Exprs().Emit(e); }
@@ -315,6 +320,17 @@ class Emitter {
     // the tile's); 0: not multicast.
     int64_t half_rows = 0;
   };
+  // The TMA copy of a whole tile of a tensor into a wgmma operand tile
+  // (its tensor map recorded in tensor_maps_); `half_rows` as above.
+  absl::StatusOr<TmaCopy> MakeTmaCopy(const CopyStmt& c, int64_t half_rows);
+  // The producer's loads of one tile copy into `dst` (C++ of a shared
+  // address) completing on barrier `bar`.
+  void EmitTmaLoads(const TmaCopy& t, const std::string& dst,
+                    const std::string& bar);
+  // A top-level copy before a persistent kernel's ring loop, issued by the
+  // producer (ws_pre_): the consumers wait for it instead (or copy it
+  // themselves when the runtime built no tensor maps).
+  absl::Status EmitWsPreCopy(const Stmt& s);
   // Emits the consumer loop of ws_loop_ (called from EmitPipelined with
   // its range, ring copies and stage count) and records what the producer
   // issues.
@@ -420,15 +436,26 @@ class Emitter {
   bool defer_wgmma_wait_ = false;
   // Warp specialisation: the loop, its stage count and TMA copies, the
   // bounds' C++ code, and the tensor maps the kernel takes.
-  // A warp-specialised GEMM kernel is persistent: as many blocks as are
-  // resident at once walk the program's grid. Fused loops are not: their
-  // blocks' work varies (causal attention), and the hardware's block
-  // scheduler balances it where a static walk of the tiles does not.
-  bool Persistent() const { return ws_loop_ != nullptr && !ws_fused_; }
-  // Whether blocks take x in decreasing order: a top-level loop's trip
-  // count rises with the x block index (and none moves otherwise), in a
-  // kernel that is neither persistent nor rasterised.
-  bool LongestFirstX() const;
+  // A warp-specialised kernel is persistent: as many blocks as are
+  // resident at once walk the program's grid, so that a block's next tile
+  // is loaded while it finishes the last. GEMM loops always; fused loops
+  // (attention) over two or more consumer warpgroups, whose blocks fill an
+  // SM alone (with one warpgroup, several blocks per SM already overlap
+  // one another's prologue and epilogue).
+  bool Persistent() const {
+    return ws_loop_ != nullptr && (!ws_fused_ || threads_ >= 256);
+  }
+  // Whether a top-level loop's trip count rises with the x block index
+  // (and none moves otherwise), in a kernel that is not rasterised:
+  // blocks differ in work along x (causal attention).
+  bool RisingX() const;
+  // Such a kernel takes x in decreasing order when it is not persistent
+  // (the hardware starts blocks roughly in index order: the longest go
+  // first), and walks x in mirrored pairs when it is (x = g - 1 - p, then
+  // x = p: every pair of tiles costs the same, so a static walk is
+  // balanced).
+  bool LongestFirstX() const { return !Persistent() && RisingX(); }
+  bool PairedWalk() const { return Persistent() && RisingX(); }
   const ForStmt* ws_loop_ = nullptr;
   // The loop's body does more than accumulate wgmma gemms (attention): its
   // gemms are waited for at once and each stage freed when the iteration
@@ -448,6 +475,28 @@ class Emitter {
   int64_t ws_stages_ = 0;
   LoopRange ws_range_;
   std::vector<TmaCopy> ws_copies_;
+  // Top-level copies before the ring loop of a persistent kernel whose
+  // tiles only that loop reads (attention's Q): the producer loads them
+  // for each tile (TMA, onto kiln_qfull) once the consumers have freed the
+  // tiles (kiln_qempty: after the ring loop's last read of them), so a
+  // tile's Q lands while the block finishes the one before.
+  std::set<const Stmt*> ws_pre_;
+  std::set<std::string> ws_pre_tiles_;
+  std::vector<TmaCopy> ws_pre_copies_;    // (ring_off: the second slot's)
+  std::vector<std::string> ws_pre_ptrs_;  // each tile's pointer (C++)
+  // Slots of those tiles: 2 where shared memory has room for a second copy
+  // (a tile's loads then go out while the block still works on the tile
+  // before), else 1. Decided once the kernel's other tiles are placed.
+  int ws_pre_slots_ = 1;
+  // How many top-level statements (with everything in them) touch each
+  // buffer.
+  std::map<std::string, int> TopLevelUsers() const;
+  static int Count(const std::map<std::string, int>& m, const std::string& k) {
+    auto it = m.find(k);
+    return it == m.end() ? 0 : it->second;
+  }
+  // Places the second slots where they fit (sets ws_pre_slots_).
+  void PlacePreSlots();
   std::vector<const RasterizeStmt*> ws_rasterize_;
   std::vector<TensorMapSpec> tensor_maps_;
   // The first copy of each such pair (the second is the next statement).

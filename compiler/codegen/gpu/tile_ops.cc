@@ -72,19 +72,12 @@ void Emitter::PlanStagedStores() {
     if (p.is_tensor) tensors[p.name] = &p;
   }
   // Top-level statements (with everything in them) touching each name.
-  std::map<std::string, int> users;
-  for (const Stmt& s : k_.body) {
-    if (std::holds_alternative<AllocStmt>(s.node)) continue;
-    std::set<std::string> r, w;
-    AllAccesses(s, &r, &w);
-    r.insert(w.begin(), w.end());
-    for (const std::string& n : r) ++users[n];
-  }
+  const std::map<std::string, int> users = TopLevelUsers();
   for (size_t i = 0; i + 1 < k_.body.size(); ++i) {
     auto* c1 = std::get_if<CopyStmt>(&k_.body[i].node);
     auto* c2 = std::get_if<CopyStmt>(&k_.body[i + 1].node);
     if (!c1 || !c2 || !Whole(c1->src) || !Whole(c1->dst) || !Whole(c2->src) ||
-        c2->src.name != c1->dst.name || users[c1->dst.name] != 2) {
+        c2->src.name != c1->dst.name || Count(users, c1->dst.name) != 2) {
       continue;
     }
     auto acc = plan_.registers.find(c1->src.name);

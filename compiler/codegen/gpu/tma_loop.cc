@@ -5,8 +5,11 @@
 // stay in flight while the next stage is waited for), or it is `fused`:
 // other statements read the gemms' results (attention's softmax), so each
 // gemm is waited for at once; those statements may not write shared
-// memory (the consumers pass no barrier per iteration). A GEMM kernel is
-// also persistent (one walk of the tiles per resident block).
+// memory (the consumers pass no barrier per iteration). A GEMM kernel, and
+// a fused one over two or more consumer warpgroups, is also persistent (one
+// walk of the tiles per resident block); the fused one's producer also
+// loads, per tile, the tiles copied ahead of the loop that only the loop
+// reads (attention's Q).
 //
 // The block gets one more warpgroup, the producer, after the program's
 // threads (the consumers, which run everything else as written, with a
@@ -100,6 +103,26 @@ void Emitter::PlanWarpSpecialised() {
            !plan_.packed.count(n);
   };
 
+  // A copy the producer can issue as TMA loads: a whole tile of a tensor
+  // into a wgmma operand tile written by it alone, its starts computed
+  // from `names`.
+  auto tma_copy = [&](const CopyStmt& c, const std::set<std::string>& names) {
+    auto t = plan_.tiles.find(c.dst.name);
+    auto p = tensors.find(c.src.name);
+    if (p == tensors.end() || !plan_.wgmma_tiles.count(c.dst.name) ||
+        t == plan_.tiles.end() || !Whole(c.dst) || written[c.dst.name] != 1 ||
+        p->second->dtype != t->second.dtype ||
+        !IsTileRegion(*p->second, c.src, t->second.dims) ||
+        t->second.dims[0] > 256) {
+      return false;
+    }
+    for (const Slice& sl : c.src.slices) {
+      if (sl.kind != Slice::Kind::kFull && !Uses(sl.start, names)) {
+        return false;
+      }
+    }
+    return true;
+  };
   // `fused` is set when the body does more than accumulate wgmma gemms
   // (attention: softmax between its two gemms).
   auto eligible = [&](const ForStmt& f, bool* fused) {
@@ -117,23 +140,9 @@ void Emitter::PlanWarpSpecialised() {
       Accesses(s, &r, &w, &in_smem);
       auto* c = std::get_if<CopyStmt>(&s.node);
       if (c && tensors.count(c->src.name)) {
-        auto t = plan_.tiles.find(c->dst.name);
-        auto p = tensors.find(c->src.name);
         // (The stage's loads land before the body runs: a tile read
         // earlier in the body than its copy would see the new data.)
-        if (read.count(c->dst.name) || !plan_.wgmma_tiles.count(c->dst.name) ||
-            t == plan_.tiles.end() || !Whole(c->dst) ||
-            written[c->dst.name] != 1 || p->second->dtype != t->second.dtype ||
-            !IsTileRegion(*p->second, c->src, t->second.dims) ||
-            t->second.dims[0] > 256) {
-          return false;
-        }
-        // (The producer evaluates the region's starts.)
-        for (const Slice& sl : c->src.slices) {
-          if (sl.kind != Slice::Kind::kFull && !Uses(sl.start, names)) {
-            return false;
-          }
-        }
+        if (read.count(c->dst.name) || !tma_copy(*c, names)) return false;
         ++copies;
         continue;
       }
@@ -172,7 +181,20 @@ void Emitter::PlanWarpSpecialised() {
     if (eligible(*f, &ws_fused_)) {
       ws_loop_ = f;
       ws_rasterize_ = rasters;
-      return;
+      break;
+    }
+  }
+  if (!ws_loop_ || !Persistent()) return;
+  // Copies ahead of the loop into tiles that only the loop reads (no other
+  // top-level statement touches them): the producer loads them per tile.
+  const std::map<std::string, int> users = TopLevelUsers();
+  for (const Stmt& s : k_.body) {
+    auto* f = std::get_if<ForStmt>(&s.node);
+    if (f == ws_loop_) break;
+    auto* c = std::get_if<CopyStmt>(&s.node);
+    if (c && Count(users, c->dst.name) == 2 && tma_copy(*c, allowed)) {
+      ws_pre_.insert(&s);
+      ws_pre_tiles_.insert(c->dst.name);
     }
   }
 }
@@ -237,45 +259,12 @@ absl::Status Emitter::EmitWsConsumer(const ForStmt& f, const LoopRange& range,
   // The producer's copies: per ring tile, one TMA load per panel.
   for (const CopyStmt* c : ring) {
     const Buf& b = bufs_.at(c->dst.name);
-    const int64_t eb = DTypeBits(b.dtype) / 8;
-    const int64_t row_bytes = b.dims[1] * eb;
-    const int64_t span = row_bytes % 128 == 0  ? 128
-                         : row_bytes % 64 == 0 ? 64
-                                               : 32;
-    TmaCopy t;
-    t.panel_elems = span / eb;
-    t.panel_bytes = b.dims[0] * span;
-    t.panels = b.dims[1] / t.panel_elems;
-    t.off0 = smem_offsets_.at(c->dst.name);
-    t.ring_off = ring_offsets_.at(c->dst.name);
-    t.slot = slot_bytes_.at(c->dst.name);
-    const std::vector<Slice>& sl = c->src.slices;
-    TensorMapSpec spec;
-    spec.param = c->src.name;
-    spec.swizzle = static_cast<int>(span);
-    t.rank = static_cast<int>(sl.size());
-    if (ws_cluster_ > 1 && c->dst.name == ws_mc_tile_) {
-      t.half_rows = b.dims[0] / 2;
-    }
-    for (size_t i = sl.size(); i-- > 0;) {
-      // (A whole dim starts at 0.)
-      std::string start = "0";
-      if (sl[i].kind != Slice::Kind::kFull) {
-        auto e = Index(sl[i].start);
-        if (!e.ok()) return e.status();
-        start = *e;
-      }
-      t.coord.push_back("(int)(" + start + ")");
-      const bool inner = i + 1 == sl.size();
-      const int64_t rows = t.half_rows > 0 ? t.half_rows : b.dims[0];
-      spec.box.push_back(inner                               ? t.panel_elems
-                         : sl[i].kind != Slice::Kind::kIndex ? rows
-                                                             : 1);
-    }
-    auto it = std::find(tensor_maps_.begin(), tensor_maps_.end(), spec);
-    t.map = static_cast<int>(it - tensor_maps_.begin());
-    if (it == tensor_maps_.end()) tensor_maps_.push_back(spec);
-    ws_copies_.push_back(std::move(t));
+    absl::StatusOr<TmaCopy> t = MakeTmaCopy(
+        *c, ws_cluster_ > 1 && c->dst.name == ws_mc_tile_ ? b.dims[0] / 2 : 0);
+    if (!t.ok()) return t.status();
+    t->ring_off = ring_offsets_.at(c->dst.name);
+    t->slot = slot_bytes_.at(c->dst.name);
+    ws_copies_.push_back(*std::move(t));
   }
 
   // The body without the ring copies (the producer issues those).
@@ -296,8 +285,29 @@ absl::Status Emitter::EmitWsConsumer(const ForStmt& f, const LoopRange& range,
     WaitFull(0, "kiln_slot", "kiln_it");
     PointRingAt(ring, "kiln_slot");
   };
+  // The tiles the producer loads per tile (ws_pre_tiles_) are free for
+  // the next tile's loads once the last iteration's last statement reading
+  // them has run (a gemm waits for its group at once in the plain fused
+  // loop), or else once the loop is over; and at once if it runs no
+  // iteration.
+  size_t last_pre_read = stmts.size();
+  for (size_t i = 0; i < stmts.size(); ++i) {
+    std::set<std::string> r, w;
+    AllAccesses(*stmts[i], &r, &w);
+    for (const std::string& n : ws_pre_tiles_) {
+      if (r.count(n) || w.count(n)) last_pre_read = i;
+    }
+  }
+  const std::string free_pre =
+      "threadIdx.x % 32 == 0) kiln::mbar_arrive(&kiln_qempty[(kiln_q - 1) % "
+      "kiln_qslots]);";
   auto body = [&]() -> absl::Status {
-    for (const Stmt* s : stmts) KILN_GPU_RETURN_IF_ERROR(EmitStmt(*s, false));
+    for (size_t i = 0; i < stmts.size(); ++i) {
+      KILN_GPU_RETURN_IF_ERROR(EmitStmt(*stmts[i], false));
+      if (!ws_pre_tiles_.empty() && ws_fused_ && i == last_pre_read) {
+        Line(StrCat("if (", v, " == kiln_hi - 1 && ", free_pre));
+      }
+    }
     return absl::OkStatus();
   };
   if (ws_fused_) {
@@ -305,7 +315,9 @@ absl::Status Emitter::EmitWsConsumer(const ForStmt& f, const LoopRange& range,
       // Each ring tile gets barriers of its own (group = its index in
       // `ring`), freed once the gemm reading it has completed.
       ws_groups_ = static_cast<int>(ring.size());
-      return EmitOverlapped(*o, range, ring, S);
+      KILN_GPU_RETURN_IF_ERROR(EmitOverlapped(*o, range, ring, S));
+      if (!ws_pre_tiles_.empty()) Line("if (" + free_pre);
+      return absl::OkStatus();
     }
     // The body reads the gemms' results (softmax): each gemm waits for its
     // group at once, and the stage is free at the end of the iteration.
@@ -318,6 +330,11 @@ absl::Status Emitter::EmitWsConsumer(const ForStmt& f, const LoopRange& range,
     ReleaseEmpty(0, "kiln_slot");
     Line("++kiln_it;");
     Close();
+    if (!ws_pre_tiles_.empty()) {
+      Line(last_pre_read < stmts.size()
+               ? "if (kiln_hi <= kiln_lo && " + free_pre
+               : "if (" + free_pre);
+    }
     return absl::OkStatus();
   }
   Line("// consumers: wait for the stage's TMA loads, issue its wgmma, free");
@@ -344,10 +361,131 @@ absl::Status Emitter::EmitWsConsumer(const ForStmt& f, const LoopRange& range,
   // The last stage's wgmma have completed too: free it for the producer's
   // next tile.
   ReleaseEmpty(0, previous, "kiln_hi > kiln_lo && ");
+  if (!ws_pre_tiles_.empty()) Line("if (" + free_pre);
   // The gemms read ring slots only: nothing is owed a block barrier.
   pend_r_.clear();
   pend_w_.clear();
   return absl::OkStatus();
+}
+
+absl::StatusOr<Emitter::TmaCopy> Emitter::MakeTmaCopy(const CopyStmt& c,
+                                                      int64_t half_rows) {
+  const Buf& b = bufs_.at(c.dst.name);
+  const int64_t eb = DTypeBits(b.dtype) / 8;
+  const int64_t row_bytes = b.dims[1] * eb;
+  const int64_t span = row_bytes % 128 == 0  ? 128
+                       : row_bytes % 64 == 0 ? 64
+                                             : 32;
+  TmaCopy t;
+  t.panel_elems = span / eb;
+  t.panel_bytes = b.dims[0] * span;
+  t.panels = b.dims[1] / t.panel_elems;
+  t.off0 = smem_offsets_.at(c.dst.name);
+  t.half_rows = half_rows;
+  const std::vector<Slice>& sl = c.src.slices;
+  TensorMapSpec spec;
+  spec.param = c.src.name;
+  spec.swizzle = static_cast<int>(span);
+  t.rank = static_cast<int>(sl.size());
+  for (size_t i = sl.size(); i-- > 0;) {
+    // (A whole dim starts at 0.)
+    std::string start = "0";
+    if (sl[i].kind != Slice::Kind::kFull) {
+      auto e = Index(sl[i].start);
+      if (!e.ok()) return e.status();
+      start = *e;
+    }
+    t.coord.push_back("(int)(" + start + ")");
+    const bool inner = i + 1 == sl.size();
+    const int64_t rows = t.half_rows > 0 ? t.half_rows : b.dims[0];
+    spec.box.push_back(inner                               ? t.panel_elems
+                       : sl[i].kind != Slice::Kind::kIndex ? rows
+                                                           : 1);
+  }
+  auto it = std::find(tensor_maps_.begin(), tensor_maps_.end(), spec);
+  t.map = static_cast<int>(it - tensor_maps_.begin());
+  if (it == tensor_maps_.end()) tensor_maps_.push_back(spec);
+  return t;
+}
+
+void Emitter::EmitTmaLoads(const TmaCopy& t, const std::string& dst,
+                           const std::string& bar) {
+  for (int64_t p = 0; p < t.panels; ++p) {
+    std::string c;
+    for (size_t d = 0; d < t.coord.size(); ++d) {
+      StrAppend(&c, d ? ", " : "", t.coord[d],
+                d == 0 && p ? StrCat(" + ", p * t.panel_elems) : "");
+    }
+    const std::string at = StrCat(dst, " + ", p * t.panel_bytes);
+    if (t.half_rows > 0) {
+      // This block's half of the rows (a rank-2 map), to both blocks of
+      // the pair.
+      Line(StrCat("kiln::tma_load_multicast_2d(", at, " + kiln_rank * ",
+                  t.panel_bytes / 2, ", &kiln_map", t.map, ", ", bar, ", ", c,
+                  " + (int)kiln_rank * ", t.half_rows, ", 0x3);"));
+      continue;
+    }
+    Line(StrCat("kiln::tma_load<", t.rank, ">(", at, ", &kiln_map", t.map, ", ",
+                bar, ", {", c, "});"));
+  }
+}
+
+absl::Status Emitter::EmitWsPreCopy(const Stmt& s) {
+  const auto& c = std::get<CopyStmt>(s.node);
+  absl::StatusOr<TmaCopy> t = MakeTmaCopy(c, 0);
+  if (!t.ok()) return t.status();
+  const Buf& b = bufs_.at(c.dst.name);
+  const size_t i = ws_pre_copies_.size();
+  Line(StrCat("// tile ", At(s.loc), ": ", c.dst.name,
+              " loaded by the producer (TMA) for each tile, into one of "
+              "kiln_qslots slots"));
+  Open("if (kiln_tma)");
+  // (kiln_qslots and kiln_qoff<i>, the second slot's offset, are defined
+  // with the producer: PlacePreSlots decides them after the body.)
+  Line(
+      "kiln::mbar_wait(&kiln_qfull[kiln_q % kiln_qslots], (kiln_q / "
+      "kiln_qslots) & 1);");
+  Line(StrCat(b.code, " = reinterpret_cast<", StorageType(b.dtype),
+              "*>(kiln_smem + (kiln_q % kiln_qslots == 0 ? ", t->off0,
+              " : kiln_qoff", i, "));"));
+  Line("++kiln_q;");
+  Close();
+  ws_pre_copies_.push_back(*std::move(t));
+  ws_pre_ptrs_.push_back(b.code);
+  Open("else");
+  KILN_GPU_RETURN_IF_ERROR(EmitStmt(s, false));
+  Flush();
+  Close();
+  return absl::OkStatus();
+}
+
+void Emitter::PlacePreSlots() {
+  int64_t bytes = 0;
+  for (const TmaCopy& t : ws_pre_copies_) bytes += t.panels * t.panel_bytes;
+  // (As for the staging chunks: 2 KiB for the 1024-byte alignment of the
+  // dynamic window and the barriers' static block.)
+  if (ws_pre_copies_.empty() || dialect_.max_shared_bytes <= 0 ||
+      RoundUp(smem_bytes_, 1024) + bytes + 2048 > dialect_.max_shared_bytes) {
+    return;
+  }
+  ws_pre_slots_ = 2;
+  for (size_t i = 0; i < ws_pre_copies_.size(); ++i) {
+    TmaCopy& t = ws_pre_copies_[i];
+    t.ring_off = PlaceShared(StrCat(ws_pre_ptrs_[i], "#1"),
+                             t.panels * t.panel_bytes, 1024);
+  }
+}
+
+std::map<std::string, int> Emitter::TopLevelUsers() const {
+  std::map<std::string, int> users;
+  for (const Stmt& s : k_.body) {
+    if (std::holds_alternative<AllocStmt>(s.node)) continue;
+    std::set<std::string> r, w;
+    AllAccesses(s, &r, &w);
+    r.insert(w.begin(), w.end());
+    for (const std::string& n : r) ++users[n];
+  }
+  return users;
 }
 
 // Every buffer (any scope) a statement reads and writes.
@@ -586,6 +724,25 @@ void Emitter::ReleaseEmpty(int group, const std::string& slot,
 
 std::string Emitter::TileLoopHead() const {
   if (!Persistent()) return "{";
+  if (PairedWalk()) {
+    // Each block walks units of two tiles, x = g - 1 - p and then x = p
+    // (kiln_t = 2 * unit + half); an odd extent's middle tile is its
+    // unit's only one.
+    std::string head =
+        "for (long long kiln_t = 2LL * blockIdx.x; kiln_t < 2 * kiln_walk0 * "
+        "kiln_grid1 * kiln_grid2; kiln_t += kiln_t % 2 ? 2LL * gridDim.x - 1 "
+        ": 1) {";
+    const std::string bx = Mangle(k_.block_vars[0]);
+    StrAppend(&head, " const long long kiln_p = kiln_t / 2 % kiln_walk0; ", bx,
+              " = kiln_t % 2 ? kiln_p : kiln_grid0 - 1 - kiln_p; if (kiln_t % "
+              "2 && kiln_p == kiln_grid0 - 1 - kiln_p) continue;");
+    const char* dims[3] = {"", "kiln_t / 2 / kiln_walk0 % kiln_grid1",
+                           "kiln_t / 2 / (kiln_walk0 * kiln_grid1)"};
+    for (size_t d = 1; d < k_.block_vars.size() && d < 3; ++d) {
+      StrAppend(&head, " ", Mangle(k_.block_vars[d]), " = ", dims[d], ";");
+    }
+    return head;
+  }
   // A cluster pair walks the grid of pairs (kiln_walk0 = ceil(grid0 / 2)
   // along x) in step; its blocks take x = 2 * pair + rank.
   const bool pairs = ws_cluster_ > 1;
@@ -631,6 +788,16 @@ absl::Status Emitter::EmitProducer() {
   const int64_t bars = S * ws_groups_;
   Line(StrCat("__shared__ __align__(8) unsigned long long kiln_full[", bars,
               "], kiln_empty[", bars, "];"));
+  if (!ws_pre_.empty()) {
+    Line(StrCat("constexpr int kiln_qslots = ", ws_pre_slots_, ";"));
+    for (size_t i = 0; i < ws_pre_copies_.size(); ++i) {
+      Line(StrCat("constexpr unsigned kiln_qoff", i, " = ",
+                  ws_pre_copies_[i].ring_off, ";"));
+    }
+    Line(
+        "__shared__ __align__(8) unsigned long long kiln_qfull[kiln_qslots], "
+        "kiln_qempty[kiln_qslots];");
+  }
   Open("if (threadIdx.x == 0)");
   Open(StrCat("for (int kiln_s = 0; kiln_s < ", bars, "; ++kiln_s)"));
   Line("kiln::mbar_init(&kiln_full[kiln_s], 1);");
@@ -642,6 +809,12 @@ absl::Status Emitter::EmitProducer() {
                 ");  // one arrival per consumer warp"));
   }
   Close();
+  if (!ws_pre_.empty()) {
+    Open("for (int kiln_s = 0; kiln_s < kiln_qslots; ++kiln_s)");
+    Line("kiln::mbar_init(&kiln_qfull[kiln_s], 1);");
+    Line(StrCat("kiln::mbar_init(&kiln_qempty[kiln_s], ", T / 32, ");"));
+    Close();
+  }
   Line("kiln::mbar_init_fence();");
   Close();
   // (A cluster pair's barriers are armed before either block's loads or
@@ -653,17 +826,42 @@ absl::Status Emitter::EmitProducer() {
       ws_cluster_ > 1 ? kMulticastProducerRegs : kProducerRegs;
   if (rebalance) Line(StrCat("kiln::regs_dec<", producer_regs, ">();"));
   // (With no TMA copies the loop kept its cp.async ring: nothing to do.)
-  if (!ws_copies_.empty()) {
+  if (!ws_copies_.empty() || !ws_pre_copies_.empty()) {
     Open(StrCat("if (kiln_tma && threadIdx.x == ", T, ")"));
     for (size_t m = 0; m < tensor_maps_.size(); ++m) {
       Line(StrCat("kiln::tma_prefetch(&kiln_map", m, ");"));
     }
     Line("int kiln_it = 0;  // ring iterations so far (all tiles)");
+    if (!ws_pre_copies_.empty()) Line("int kiln_q = 0;  // tiles begun");
     Line(TileLoopHead());
     ++indent_;
     for (const RasterizeStmt* r : ws_rasterize_) {
       KILN_GPU_RETURN_IF_ERROR(EmitRasterize(*r));
     }
+  }
+  // The tile's own loads (Q), into the next slot once the consumers have
+  // read the tile's that was there; issued after the ring's first stage
+  // (whose slot is freed sooner), or alone when the ring loop runs no
+  // iteration.
+  auto pre_loads = [&]() {
+    int64_t bytes = 0;
+    for (const TmaCopy& t : ws_pre_copies_) bytes += t.panels * t.panel_bytes;
+    Line("const int kiln_qslot = kiln_q % kiln_qslots;");
+    Line(
+        "if (kiln_q >= kiln_qslots) kiln::mbar_wait(&kiln_qempty[kiln_qslot], "
+        "(kiln_q / kiln_qslots - 1) & 1);");
+    Line(StrCat("kiln::mbar_arrive_expect_tx(&kiln_qfull[kiln_qslot], ", bytes,
+                ");"));
+    for (size_t i = 0; i < ws_pre_copies_.size(); ++i) {
+      const TmaCopy& t = ws_pre_copies_[i];
+      EmitTmaLoads(t,
+                   StrCat("kiln_smem + (kiln_qslot == 0 ? ", t.off0,
+                          " : kiln_qoff", i, ")"),
+                   "&kiln_qfull[kiln_qslot]");
+    }
+    Line("++kiln_q;");
+  };
+  if (!ws_copies_.empty()) {
     const std::string& v = ws_range_.var;
     Line("const long long kiln_lo = " + ws_range_.start +
          ", kiln_hi = " + ws_range_.stop + ";");
@@ -692,29 +890,25 @@ absl::Status Emitter::EmitProducer() {
       Line(StrCat(
           "unsigned char* const kiln_dst = kiln_smem + (kiln_slot == 0 ? ",
           t.off0, " : ", t.ring_off, " + (kiln_slot - 1) * ", t.slot, ");"));
-      for (int64_t p = 0; p < t.panels; ++p) {
-        std::string c;
-        for (size_t d = 0; d < t.coord.size(); ++d) {
-          StrAppend(&c, d ? ", " : "", t.coord[d],
-                    d == 0 && p ? StrCat(" + ", p * t.panel_elems) : "");
-        }
-        const std::string dst = StrCat("kiln_dst + ", p * t.panel_bytes);
-        const std::string bar =
-            StrCat("&kiln_full[", BarIndex(g, "kiln_slot"), "]");
-        if (t.half_rows > 0) {
-          // This block's half of the rows (a rank-2 map), to both blocks
-          // of the pair.
-          Line(StrCat("kiln::tma_load_multicast_2d(", dst, " + kiln_rank * ",
-                      t.panel_bytes / 2, ", &kiln_map", t.map, ", ", bar, ", ",
-                      c, " + (int)kiln_rank * ", t.half_rows, ", 0x3);"));
-          continue;
-        }
-        Line(StrCat("kiln::tma_load<", t.rank, ">(", dst, ", &kiln_map", t.map,
-                    ", ", bar, ", {", c, "});"));
-      }
+      EmitTmaLoads(t, "kiln_dst",
+                   StrCat("&kiln_full[", BarIndex(g, "kiln_slot"), "]"));
+      Close();
+    }
+    if (!ws_pre_copies_.empty()) {
+      Open(StrCat("if (", v, " == kiln_lo)"));
+      pre_loads();
       Close();
     }
     Close();
+    if (!ws_pre_copies_.empty()) {
+      Open("if (kiln_hi <= kiln_lo)");
+      pre_loads();
+      Close();
+    }
+  } else if (!ws_pre_copies_.empty()) {
+    pre_loads();
+  }
+  if (!ws_copies_.empty() || !ws_pre_copies_.empty()) {
     Close();  // tiles
     Close();
   }

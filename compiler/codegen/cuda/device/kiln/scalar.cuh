@@ -255,6 +255,10 @@ __device__ __forceinline__ float exp2_(float x) {
   return r;
 }
 
+// 1 / x correctly rounded: x * rcp_rn(d) replaces x / d where d is the
+// same for many x (within 1 ulp of the quotient).
+__device__ __forceinline__ float rcp_rn(float x) { return __frcp_rn(x); }
+
 __device__ __forceinline__ float sigmoid(float x) {
   return 1.0f / (1.0f + expf(-x));
 }

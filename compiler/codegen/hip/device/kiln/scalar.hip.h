@@ -245,6 +245,8 @@ __device__ inline i64 f_to_i64(double x) {
 // -----------------------------------------------------------------------
 
 __device__ inline float exp2_(float x) { return exp2f(x); }
+// 1 / x correctly rounded (an IEEE division).
+__device__ inline float rcp_rn(float x) { return 1.0f / x; }
 __device__ inline float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 __device__ inline double sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 __device__ inline float rsqrt_(float x) { return 1.0f / sqrtf(x); }
