@@ -285,19 +285,21 @@ def profile(picks):
     Compute (ncu). `picks`: KIND=NAME words (KIND gemm: bf16 GEMM at 4096^3
     beside torch.matmul; fp8: e4m3 GEMM at 4096^3 beside torch._scaled_mm;
     attn: bf16 attention, head dim 128, 4k tokens, beside both SDPA
-    backends); with none, the main sm_90a GEMM and attention kernels."""
+    backends); with none, the main sm_90a GEMM and attention kernels.
+    `size=N` sets the GEMMs' M = N = K (4096 by default)."""
     picks = dict(p.split("=", 1) for p in picks) or {
         "gemm": "gemm_bf16_wg128x256s4", "attn": "fa_d128_t256bn128"}
+    n = int(picks.pop("size", "4096"))
     if "gemm" in picks:
-        a = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
-        b = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
-        c = torch.empty(4096, 4096, device="cuda", dtype=torch.bfloat16)
+        a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+        b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+        c = torch.empty(n, n, device="cuda", dtype=torch.bfloat16)
         Kernel(picks["gemm"]).launcher(a, b, c)()
         torch.matmul(a, b)
     if "fp8" in picks:
-        a = torch.randn(4096, 4096, device="cuda").to(torch.float8_e4m3fn)
-        b = torch.randn(4096, 4096, device="cuda").to(torch.float8_e4m3fn)
-        c = torch.empty(4096, 4096, device="cuda", dtype=torch.bfloat16)
+        a = torch.randn(n, n, device="cuda").to(torch.float8_e4m3fn)
+        b = torch.randn(n, n, device="cuda").to(torch.float8_e4m3fn)
+        c = torch.empty(n, n, device="cuda", dtype=torch.bfloat16)
         Kernel(picks["fp8"]).launcher(a, b, c, 1.0, 1.0)()
         one = torch.ones((), device="cuda")
         torch._scaled_mm(a, b.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16)

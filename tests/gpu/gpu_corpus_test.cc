@@ -239,6 +239,16 @@ std::vector<Case> Cases() {
     walk.label = "t256 persistent";
     walk.edits.push_back({"BM * BN <= 8192", "BM * BN <= 16384"});
     c.push_back(walk);
+    // The same with Q's heads 129 elements apart (rows of 258 bytes: no
+    // tensor map), so the persistent blocks take the cp.async fallback:
+    // each tile's Q copied by the consumers, a barrier between tiles.
+    Case fallback = walk;
+    fallback.label = "t256 persistent cp.async";
+    fallback.edits.push_back(
+        {"Q: f16[B, S, H, 128]",
+         "Q: f16[B, S, H, 128] strides [S * H * 129, H * 129, 129, 1]"});
+    fallback.strides = {{"Q", {1100 * 7 * 129, 7 * 129, 129, 1}}};
+    c.push_back(fallback);
   }
   // The Hopper GEMM's shape (128 x 256 over two consumer warpgroups) on
   // more tiles than an H200 holds blocks at once, ragged in M and N: on

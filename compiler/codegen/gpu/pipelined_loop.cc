@@ -444,6 +444,14 @@ absl::Status Emitter::EmitPipelined(const ForStmt& f, const Loc& loc) {
   if (ws) Close();
   Touch(ws_r, ws_w);
   Close();
+  // A loop planned for the TMA ring but kept as a cp.async ring still frees
+  // the tiles its producer loaded for this tile (EmitWsConsumer does on the
+  // TMA ring).
+  if (&f == ws_loop_ && !ws && !ws_pre_tiles_.empty()) {
+    Line(
+        "if (kiln_tma && threadIdx.x % 32 == 0) "
+        "kiln::mbar_arrive(&kiln_qempty[(kiln_q - 1) % kiln_qslots]);");
+  }
   return absl::OkStatus();
 }
 
