@@ -932,11 +932,9 @@ absl::StatusOr<KernelSource> Emitter::Run() {
   // (one's softmax under the other's gemms) from one tile to the next.
   if (Persistent()) {
     std::set<std::string> tma_handed(ws_pre_tiles_);
-    if (ws_loop_) {
-      for (const Stmt& s : ws_loop_->body) {
-        if (auto* c = std::get_if<CopyStmt>(&s.node)) {
-          tma_handed.insert(c->dst.name);
-        }
+    for (const Stmt& s : ws_loop_->body) {
+      if (auto* c = std::get_if<CopyStmt>(&s.node)) {
+        tma_handed.insert(c->dst.name);
       }
     }
     bool only_handed = !ws_pre_.empty();

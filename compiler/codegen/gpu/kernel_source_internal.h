@@ -319,7 +319,13 @@ class Emitter {
     // Rows each block of a cluster pair loads and multicasts to both (half
     // the tile's); 0: not multicast.
     int64_t half_rows = 0;
+    int64_t bytes() const { return panels * panel_bytes; }
   };
+  static int64_t Bytes(const std::vector<TmaCopy>& copies) {
+    int64_t n = 0;
+    for (const TmaCopy& t : copies) n += t.bytes();
+    return n;
+  }
   // The TMA copy of a whole tile of a tensor into a wgmma operand tile
   // (its tensor map recorded in tensor_maps_); `half_rows` as above.
   absl::StatusOr<TmaCopy> MakeTmaCopy(const CopyStmt& c, int64_t half_rows);
@@ -371,6 +377,9 @@ class Emitter {
   // (`when`: a C++ condition and "&& ", or empty.)
   void ReleaseEmpty(int group, const std::string& slot,
                     const std::string& when = "");
+  // Lane 0 of each consumer warp frees this tile's slot of the tiles the
+  // producer loads per tile (ws_pre_), when `when` (as above) holds.
+  void ReleasePre(const std::string& when = "");
   // Pairs the blocks of a persistent warp-specialised kernel into clusters
   // of two along x where the program asks for cluster(2, 1, 1) and one
   // ring copy does not depend on the x block index: that tile is loaded
@@ -482,8 +491,7 @@ class Emitter {
   // tile's Q lands while the block finishes the one before.
   std::set<const Stmt*> ws_pre_;
   std::set<std::string> ws_pre_tiles_;
-  std::vector<TmaCopy> ws_pre_copies_;    // (ring_off: the second slot's)
-  std::vector<std::string> ws_pre_ptrs_;  // each tile's pointer (C++)
+  std::vector<TmaCopy> ws_pre_copies_;  // (ring_off: the second slot's)
   // Slots of those tiles: 2 where shared memory has room for a second copy
   // (a tile's loads then go out while the block still works on the tile
   // before), else 1. Decided once the kernel's other tiles are placed.

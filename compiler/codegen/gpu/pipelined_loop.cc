@@ -448,9 +448,7 @@ absl::Status Emitter::EmitPipelined(const ForStmt& f, const Loc& loc) {
   // the tiles its producer loaded for this tile (EmitWsConsumer does on the
   // TMA ring).
   if (&f == ws_loop_ && !ws && !ws_pre_tiles_.empty()) {
-    Line(
-        "if (kiln_tma && threadIdx.x % 32 == 0) "
-        "kiln::mbar_arrive(&kiln_qempty[(kiln_q - 1) % kiln_qslots]);");
+    ReleasePre("kiln_tma && ");
   }
   return absl::OkStatus();
 }

@@ -298,14 +298,11 @@ absl::Status Emitter::EmitWsConsumer(const ForStmt& f, const LoopRange& range,
       if (r.count(n) || w.count(n)) last_pre_read = i;
     }
   }
-  const std::string free_pre =
-      "threadIdx.x % 32 == 0) kiln::mbar_arrive(&kiln_qempty[(kiln_q - 1) % "
-      "kiln_qslots]);";
   auto body = [&]() -> absl::Status {
     for (size_t i = 0; i < stmts.size(); ++i) {
       KILN_GPU_RETURN_IF_ERROR(EmitStmt(*stmts[i], false));
       if (!ws_pre_tiles_.empty() && ws_fused_ && i == last_pre_read) {
-        Line(StrCat("if (", v, " == kiln_hi - 1 && ", free_pre));
+        ReleasePre(StrCat(v, " == kiln_hi - 1 && "));
       }
     }
     return absl::OkStatus();
@@ -316,7 +313,7 @@ absl::Status Emitter::EmitWsConsumer(const ForStmt& f, const LoopRange& range,
       // `ring`), freed once the gemm reading it has completed.
       ws_groups_ = static_cast<int>(ring.size());
       KILN_GPU_RETURN_IF_ERROR(EmitOverlapped(*o, range, ring, S));
-      if (!ws_pre_tiles_.empty()) Line("if (" + free_pre);
+      if (!ws_pre_tiles_.empty()) ReleasePre();
       return absl::OkStatus();
     }
     // The body reads the gemms' results (softmax): each gemm waits for its
@@ -331,9 +328,7 @@ absl::Status Emitter::EmitWsConsumer(const ForStmt& f, const LoopRange& range,
     Line("++kiln_it;");
     Close();
     if (!ws_pre_tiles_.empty()) {
-      Line(last_pre_read < stmts.size()
-               ? "if (kiln_hi <= kiln_lo && " + free_pre
-               : "if (" + free_pre);
+      ReleasePre(last_pre_read < stmts.size() ? "kiln_hi <= kiln_lo && " : "");
     }
     return absl::OkStatus();
   }
@@ -361,7 +356,7 @@ absl::Status Emitter::EmitWsConsumer(const ForStmt& f, const LoopRange& range,
   // The last stage's wgmma have completed too: free it for the producer's
   // next tile.
   ReleaseEmpty(0, previous, "kiln_hi > kiln_lo && ");
-  if (!ws_pre_tiles_.empty()) Line("if (" + free_pre);
+  if (!ws_pre_tiles_.empty()) ReleasePre();
   // The gemms read ring slots only: nothing is owed a block barrier.
   pend_r_.clear();
   pend_w_.clear();
@@ -451,7 +446,6 @@ absl::Status Emitter::EmitWsPreCopy(const Stmt& s) {
   Line("++kiln_q;");
   Close();
   ws_pre_copies_.push_back(*std::move(t));
-  ws_pre_ptrs_.push_back(b.code);
   Open("else");
   KILN_GPU_RETURN_IF_ERROR(EmitStmt(s, false));
   Flush();
@@ -460,8 +454,7 @@ absl::Status Emitter::EmitWsPreCopy(const Stmt& s) {
 }
 
 void Emitter::PlacePreSlots() {
-  int64_t bytes = 0;
-  for (const TmaCopy& t : ws_pre_copies_) bytes += t.panels * t.panel_bytes;
+  const int64_t bytes = Bytes(ws_pre_copies_);
   // (As for the staging chunks: 2 KiB for the 1024-byte alignment of the
   // dynamic window and the barriers' static block.)
   if (ws_pre_copies_.empty() || dialect_.max_shared_bytes <= 0 ||
@@ -471,8 +464,7 @@ void Emitter::PlacePreSlots() {
   ws_pre_slots_ = 2;
   for (size_t i = 0; i < ws_pre_copies_.size(); ++i) {
     TmaCopy& t = ws_pre_copies_[i];
-    t.ring_off = PlaceShared(StrCat(ws_pre_ptrs_[i], "#1"),
-                             t.panels * t.panel_bytes, 1024);
+    t.ring_off = PlaceShared(StrCat("kiln_qoff", i), t.bytes(), 1024);
   }
 }
 
@@ -722,6 +714,12 @@ void Emitter::ReleaseEmpty(int group, const std::string& slot,
               ");"));
 }
 
+void Emitter::ReleasePre(const std::string& when) {
+  Line(StrCat("if (", when,
+              "threadIdx.x % 32 == 0) kiln::mbar_arrive(&kiln_qempty[(kiln_q - "
+              "1) % kiln_qslots]);"));
+}
+
 std::string Emitter::TileLoopHead() const {
   if (!Persistent()) return "{";
   if (PairedWalk()) {
@@ -844,14 +842,12 @@ absl::Status Emitter::EmitProducer() {
   // (whose slot is freed sooner), or alone when the ring loop runs no
   // iteration.
   auto pre_loads = [&]() {
-    int64_t bytes = 0;
-    for (const TmaCopy& t : ws_pre_copies_) bytes += t.panels * t.panel_bytes;
     Line("const int kiln_qslot = kiln_q % kiln_qslots;");
     Line(
         "if (kiln_q >= kiln_qslots) kiln::mbar_wait(&kiln_qempty[kiln_qslot], "
         "(kiln_q / kiln_qslots - 1) & 1);");
-    Line(StrCat("kiln::mbar_arrive_expect_tx(&kiln_qfull[kiln_qslot], ", bytes,
-                ");"));
+    Line(StrCat("kiln::mbar_arrive_expect_tx(&kiln_qfull[kiln_qslot], ",
+                Bytes(ws_pre_copies_), ");"));
     for (size_t i = 0; i < ws_pre_copies_.size(); ++i) {
       const TmaCopy& t = ws_pre_copies_[i];
       EmitTmaLoads(t,
@@ -877,15 +873,11 @@ absl::Status Emitter::EmitProducer() {
       Line(StrCat("kiln::mbar_arrive_expect_tx(&kiln_full[", bar, "], ", bytes,
                   ");"));
     };
-    if (ws_groups_ == 1) {
-      int64_t bytes = 0;
-      for (const TmaCopy& t : ws_copies_) bytes += t.panels * t.panel_bytes;
-      claim(0, bytes);
-    }
+    if (ws_groups_ == 1) claim(0, Bytes(ws_copies_));
     for (size_t i = 0; i < ws_copies_.size(); ++i) {
       const TmaCopy& t = ws_copies_[i];
       const int g = ws_groups_ == 1 ? 0 : static_cast<int>(i);
-      if (ws_groups_ > 1) claim(g, t.panels * t.panel_bytes);
+      if (ws_groups_ > 1) claim(g, t.bytes());
       Open("");
       Line(StrCat(
           "unsigned char* const kiln_dst = kiln_smem + (kiln_slot == 0 ? ",
