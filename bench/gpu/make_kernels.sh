@@ -85,13 +85,9 @@ build gemm_fp8_128x128s4 $corpus/gemm_fp8.tile gemm_fp8 BM=128 BN=128 BK=128 STA
 sed 's/ cluster(2, 1, 1)//' $corpus/gemm_fp8.tile > $out/gemm_fp8_nc.tile
 build gemm_fp8_128x128s4nc $out/gemm_fp8_nc.tile gemm_fp8 BM=128 BN=128 BK=128 STAGES=4
 if [ "$target" = sm_90a ]; then
-  # 256-deep tiles: half as many promotions (each waits for its tile's
-  # wgmma). (The mma.sync path keeps a register accumulator in shared
-  # memory instead: these tiles do not fit.)
-  sed 's/tune BK in \[128\]/tune BK in [128, 256]/' $corpus/gemm_fp8.tile > $out/gemm_fp8_k256.tile
-  build gemm_fp8_128x128k256s3 $out/gemm_fp8_k256.tile gemm_fp8 BM=128 BN=128 BK=256 STAGES=3
-  sed 's/ cluster(2, 1, 1)//' $out/gemm_fp8_k256.tile > $out/gemm_fp8_k256nc.tile
-  build gemm_fp8_128x128k256s3nc $out/gemm_fp8_k256nc.tile gemm_fp8 BM=128 BN=128 BK=256 STAGES=3
+  # (256-deep tiles, which promote every 256 of K, are left out: the
+  # reference promotes every 128 and the bar compares like with like; at
+  # BK = 128 our results are bit-identical to cuBLASLt's.)
   # Deeper rings (cuBLASLt's FP8 kernel runs 128x128x128 tiles 6 stages
   # deep); 6 stages leave just room for the TMA-store staging.
   sed 's/tune STAGES in \[3, 4\]/tune STAGES in [3, 4, 5, 6]/' $out/gemm_fp8_nc.tile > $out/gemm_fp8_deep.tile
@@ -102,6 +98,10 @@ if [ "$target" = sm_90a ]; then
   build gemm_fp8_128x256s3nc $out/gemm_fp8_nc.tile gemm_fp8 BM=128 BN=256 BK=128 STAGES=3
   build gemm_fp8_128x256s4nc $out/gemm_fp8_nc.tile gemm_fp8 BM=128 BN=256 BK=128 STAGES=4
   build gemm_fp8_128x256s4 $corpus/gemm_fp8.tile gemm_fp8 BM=128 BN=256 BK=128 STAGES=4
+  # 128x192 tiles: each warpgroup's whole product fits beside its
+  # accumulator (96 + 96 registers), so A is read once per stage.
+  build gemm_fp8_128x192s4nc $out/gemm_fp8_nc.tile gemm_fp8 BM=128 BN=192 BK=128 STAGES=4
+  build gemm_fp8_128x192s4 $corpus/gemm_fp8.tile gemm_fp8 BM=128 BN=192 BK=128 STAGES=4
 fi
 sed -e 's/f16/bf16/g' -e 's/H, 128\]/H, 256]/g' -e 's/\(B[MN]\), 128\]/\1, 256]/g' \
   -e 's/(BM, 128)/(BM, 256)/g' $corpus/flash_attention_fwd.tile > $out/fa_bf16_d256.tile

@@ -16,6 +16,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
@@ -499,11 +500,17 @@ TEST(CudaCodegenTest, Sm90aLowersCorpusGemmsToWgmmaWithoutSerialisation) {
        true,
        384},
       // 128 x 256: the product is promoted 128 columns at a time (the
-      // whole product beside the accumulator would spill).
+      // whole product beside the accumulator would spill); 128 x 192: whole.
       {"gemm_fp8.tile",
        "gemm_fp8",
        {{"BM", 128}, {"BN", 256}, {"BK", 128}, {"STAGES", 3}},
        "Acc: registers, wgmma accumulator [128, 256] over 2 warpgroups",
+       true,
+       384},
+      {"gemm_fp8.tile",
+       "gemm_fp8",
+       {{"BM", 128}, {"BN", 192}, {"BK", 128}, {"STAGES", 4}},
+       "Acc: registers, wgmma accumulator [128, 192] over 2 warpgroups",
        true,
        384},
       {"gemm_bias_gelu.tile",
@@ -577,15 +584,27 @@ TEST(CudaCodegenTest, Sm90aLowersCorpusGemmsToWgmmaWithoutSerialisation) {
     }
     if (c.file == "gemm_fp8.tile") {
       // k32 e4m3 wgmma, each tile's product promoted to the f32
-      // accumulator (the first step of a tile overwrites: scale-d 0).
+      // accumulator (the first step of a tile overwrites: scale-d 0, the
+      // product's registers written without being read or zeroed first).
       EXPECT_THAT(out->ptx, HasSubstr("k32.f32.e4m3.e4m3"));
       EXPECT_THAT(out->device_source, HasSubstr("kiln::gemm_wg_promoted<"));
-      if (c.bindings.at("BN") == 256) {
-        EXPECT_THAT(out->device_source,
-                    HasSubstr("gemm_wg_promoted<kiln_wgmma_m64n128k32_e4m3_nn, "
-                              "128, 256, 128, 32, 2, false, true, As_L, Bs_L, "
-                              "true, 128>"));
-      }
+      EXPECT_THAT(out->device_source, HasSubstr("static void mma_first("));
+      const int64_t bn = c.bindings.at("BN");
+      const std::string chunk = bn == 256 ? ", 128>" : ">";
+      EXPECT_THAT(
+          out->device_source,
+          HasSubstr(absl::StrCat("gemm_wg_promoted<kiln_wgmma_m64n",
+                                 bn == 256 ? 128 : bn, "k32_e4m3_nn, 128, ", bn,
+                                 ", 128, 32, 2, false, true, As_L, "
+                                 "Bs_L",
+                                 chunk)));
+      // Every wgmma of a stage has completed when the body ends (the
+      // promotion waits): the stage is freed at once, not one iteration
+      // later, and the two warpgroups issue without taking turns.
+      EXPECT_THAT(out->device_source,
+                  HasSubstr("kiln::mbar_arrive(&kiln_empty[kiln_slot]);"));
+      EXPECT_THAT(out->device_source, Not(HasSubstr("wgmma_wait<1>")));
+      EXPECT_THAT(out->ptx, Not(HasSubstr("bar.arrive")));
     }
     EXPECT_THAT(out->ptx, Not(HasSubstr("mma.sync.aligned.m16n8k16")));
     EXPECT_THAT(out->build_log, Not(HasSubstr("C75"))) << out->build_log;

@@ -278,8 +278,8 @@ std::vector<Case> Cases() {
              {{"M", 300}, {"N", 264}, {"K", 320}}};
   whole.label = "whole k";
   c.push_back(whole);
-  // FP8 over more tiles than resident blocks, ragged in M: on sm_90a the
-  // two consumer warpgroups take turns to issue across tiles, C is stored
+  // FP8 over more tiles than resident blocks, ragged in M: on sm_90a each
+  // stage is freed as soon as its promoted products are in, C is stored
   // straight from the accumulator through TMA, and the program's
   // cluster(2, 1, 1) pairs blocks that multicast A (17 column tiles: odd).
   Case fp8_wide{"gemm_fp8.tile",
@@ -300,6 +300,13 @@ std::vector<Case> Cases() {
   // memory: 272 KiB at this size.)
   fp8_256.wgmma_only = true;
   c.push_back(fp8_256);
+  // FP8 in 128 x 192 tiles: each warpgroup's whole 64 x 192 product (96
+  // registers, written by its first wgmma without zeroing) beside the
+  // accumulator; 11 column tiles, the last 136 columns wide, in pairs.
+  Case fp8_192 = fp8_256;
+  fp8_192.bindings = {{"BM", 128}, {"BN", 192}, {"BK", 128}, {"STAGES", 4}};
+  fp8_192.label = "bn192";
+  c.push_back(fp8_192);
   return c;
 }
 

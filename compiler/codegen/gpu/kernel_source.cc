@@ -963,7 +963,6 @@ absl::StatusOr<KernelSource> Emitter::Run() {
     body += "  }\n";
     // TMA stores still reading their staging chunks finish first.
     if (tma_stage_off_ >= 0) body += "  kiln::tma_store_drain();\n";
-    if (ws_turns_) body += "  kiln::gemm_wg_turns_end(kiln_it > 0);\n";
     if (ws_cluster_ > 1) body += "  kiln::cluster_sync();\n";
     out.cluster_x = ws_cluster_;
     for (size_t m = 0; m < tensor_maps_.size(); ++m) {

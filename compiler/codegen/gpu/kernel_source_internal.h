@@ -470,13 +470,12 @@ class Emitter {
   // gemms are waited for at once and each stage freed when the iteration
   // ends.
   bool ws_fused_ = false;
-  // The ring's one gemm is fp8 over two consumer warpgroups, which issue
-  // their wgmma in turn (kiln::gemm_wg_promoted's TURNS).
-  bool ws_turns_ = false;
-  // An fp8 gemm's product registers per thread at most: wider tiles take
-  // their product in column chunks (128 x 256 tiles: the 128-register
-  // accumulator and a 64-register chunk fit a consumer's 232).
-  static constexpr int64_t kFp8ChunkRegs = 64;
+  // An fp8 gemm's accumulator and product registers per thread together at
+  // most (40 of a consumer's 232 left for addresses): a product that does
+  // not fit beside the accumulator is taken in column chunks (128 x 256
+  // tiles: 128 + 64 registers), else whole (128 x 192: 96 + 96, each
+  // warpgroup's A tile read once per stage).
+  static constexpr int64_t kFp8Regs = 192;
   int ws_groups_ = 1;
   // Blocks per cluster (along x) and the ring tile they multicast.
   int ws_cluster_ = 1;

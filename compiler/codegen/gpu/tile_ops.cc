@@ -743,29 +743,22 @@ absl::Status Emitter::EmitGemm(const GemmStmt& g, const Loc& loc) {
       // Hopper: one wgmma group per gemm, waited for at once (or by the
       // pipelined loop); fp8 promotes each tile's product to f32 itself.
       const bool fp8 = DTypeBits(a->buf->dtype) == 8;
-      // fp8 promotes its product in column chunks of at most
-      // kFp8ChunkRegs registers (kiln::gemm_wg_promoted's NC).
+      // fp8 promotes its product in column chunks (kiln::gemm_wg_promoted's
+      // NC) where the whole product does not fit beside the accumulator.
       int64_t chunk = rf.n;
-      while (fp8 && rf.regs() * chunk / rf.n > kFp8ChunkRegs &&
+      while (fp8 && rf.regs() + rf.regs() * chunk / rf.n > kFp8Regs &&
              chunk % 16 == 0) {
         chunk /= 2;
       }
       const std::string instr =
           WgmmaInstr(chunk, a->buf->dtype, g.transpose_a, !g.transpose_b);
-      // (In a warp-specialised fp8 main loop of two consumer warpgroups,
-      // they take turns: ws_turns_.)
-      const bool turns = fp8 && ws_turns_ && defer_wgmma_wait_;
       Line(StrCat(fp8 ? "kiln::gemm_wg_promoted<" : "kiln::gemm_wg<", instr,
                   ", ", rf.m, ", ", rf.n, ", ", *kd, ", ", fp8 ? 32 : 16, ", ",
                   rf.warps_m, ", ", g.transpose_a ? "true" : "false", ", ",
                   g.transpose_b ? "true" : "false", ", ", a->buf->layout, ", ",
-                  b->buf->layout,
-                  chunk != rf.n
-                      ? StrCat(turns ? ", true, " : ", false, ", chunk)
-                  : turns ? ", true"
-                          : "",
+                  b->buf->layout, chunk != rf.n ? StrCat(", ", chunk) : "",
                   ">(", c->buf->code, ", ", a->buf->code, ", ", b->buf->code,
-                  turns ? ", kiln_it == 0" : "", ");"));
+                  ");"));
       if (!defer_wgmma_wait_ && !fp8) Line("kiln::wgmma_wait<0>();");
       return absl::OkStatus();
     }
@@ -865,15 +858,33 @@ std::string Emitter::WgmmaInstr(int64_t n, DType dtype, bool trans_a,
   const std::string a_inputs =
       a_regs ? "\"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3])"
              : "\"l\"(a)";
-  std::string def = StrCat(
-      "struct ", name, " {\n",
-      "  __device__ __forceinline__ static void mma(float (&d)[", regs, "], ",
-      a_param, ", unsigned long long b, int scale_d) {\n",
-      "    asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, %", b_index + 1,
-      ", 0;\\nwgmma.mma_async.sync.aligned.m64n", n, "k", k, ".f32.", type, ".",
-      type, " {", list, "}, ", a_operand, ", %", b_index, ", p, ", imms,
-      ";\\n}\\n\"\n", "        : ", outs, "\n", "        : ", a_inputs,
-      ", \"l\"(b), \"r\"(scale_d));\n", "  }\n};\n");
+  const std::string asm_text =
+      StrCat("\"{\\n.reg .pred p;\\nsetp.ne.b32 p, %", b_index + 1,
+             ", 0;\\nwgmma.mma_async.sync.aligned.m64n", n, "k", k, ".f32.",
+             type, ".", type, " {", list, "}, ", a_operand, ", %", b_index,
+             ", p, ", imms, ";\\n}\\n\"\n");
+  std::string def =
+      StrCat("struct ", name, " {\n",
+             "  __device__ __forceinline__ static void mma(float (&d)[", regs,
+             "], ", a_param, ", unsigned long long b, int scale_d) {\n",
+             "    asm volatile(", asm_text, "        : ", outs, "\n",
+             "        : ", a_inputs, ", \"l\"(b), \"r\"(scale_d));\n", "  }\n");
+  if (fp8 && !a_regs) {
+    // The first step of a product promoted in fresh registers (scale-d 0):
+    // the accumulator is written only, so it needs no zeroing first (64
+    // moves per 128-column chunk, on the path between two of a warpgroup's
+    // wgmma groups).
+    std::string writes;
+    for (int64_t i = 0; i < regs; ++i) {
+      StrAppend(&writes, i ? ", " : "", "\"=f\"(d[", i, "])");
+    }
+    StrAppend(&def,
+              "  __device__ __forceinline__ static void mma_first(float (&d)[",
+              regs, "], ", a_param, ", unsigned long long b) {\n",
+              "    asm volatile(", asm_text, "        : ", writes, "\n",
+              "        : ", a_inputs, ", \"l\"(b), \"r\"(0));\n", "  }\n");
+  }
+  StrAppend(&def, "};\n");
   wgmma_instrs_[name] = std::move(def);
   return name;
 }

@@ -240,22 +240,16 @@ absl::Status Emitter::EmitWsConsumer(const ForStmt& f, const LoopRange& range,
   ws_range_ = range;
   // The body's gemms (PlanWarpSpecialised checked they are all wgmma): one
   // group each per iteration, and their accumulators.
-  int groups = 0;
+  // An fp8 gemm waits for its own group (its product is promoted), so
+  // `in_flight` counts the groups left running at the end of an iteration.
+  int in_flight = 0;
   std::set<std::string> accs;
-  bool fp8_pair = false;
   for (const Stmt& s : f.body) {
     if (auto* g = std::get_if<GemmStmt>(&s.node)) {
-      ++groups;
-      const Buf& c = bufs_.at(g->c.name);
-      accs.insert(c.code);
-      fp8_pair = DTypeBits(bufs_.at(g->a.name).dtype) == 8 &&
-                 c.reg->warps_m == 2 && threads_ == 256;
+      accs.insert(bufs_.at(g->c.name).code);
+      in_flight += DTypeBits(bufs_.at(g->a.name).dtype) == 8 ? 0 : 1;
     }
   }
-  // An fp8 gemm waits for its own product each stage (promotion): two
-  // consumer warpgroups take turns to issue, so that the tensor cores run
-  // one's wgmma while the other waits and adds.
-  ws_turns_ = !ws_fused_ && groups == 1 && fp8_pair;
   // The producer's copies: per ring tile, one TMA load per panel.
   for (const CopyStmt* c : ring) {
     const Buf& b = bufs_.at(c->dst.name);
@@ -333,7 +327,8 @@ absl::Status Emitter::EmitWsConsumer(const ForStmt& f, const LoopRange& range,
     return absl::OkStatus();
   }
   Line("// consumers: wait for the stage's TMA loads, issue its wgmma, free");
-  Line("// the previous stage once its wgmma have completed");
+  Line(in_flight == 0 ? "// the stage (its wgmma have completed)"
+                      : "// the previous stage once its wgmma have completed");
   for (const std::string& a : accs) {
     Line("kiln::wgmma_fence_operands(" + a + ");");
   }
@@ -342,20 +337,25 @@ absl::Status Emitter::EmitWsConsumer(const ForStmt& f, const LoopRange& range,
   absl::Status st = body();
   defer_wgmma_wait_ = false;
   KILN_GPU_RETURN_IF_ERROR(st);
-  // Free the stage of the iteration before kiln_it (its wgmma have
-  // completed).
+  // Free a stage once its wgmma have completed: at once when every gemm
+  // of the body has (fp8 waits for its product), so that the producer runs
+  // S - 1 stages ahead; else the stage of the iteration before kiln_it.
   const std::string previous = StrCat("(kiln_it + ", S - 1, ") % ", S);
-  Line(StrCat("kiln::wgmma_wait<", groups, ">();"));
-  ReleaseEmpty(0, previous, v + " > kiln_lo && ");
+  if (in_flight == 0) {
+    ReleaseEmpty(0, "kiln_slot");
+  } else {
+    Line(StrCat("kiln::wgmma_wait<", in_flight, ">();"));
+    ReleaseEmpty(0, previous, v + " > kiln_lo && ");
+  }
   Line("++kiln_it;");
   Close();
-  Line("kiln::wgmma_wait<0>();");
+  if (in_flight > 0) Line("kiln::wgmma_wait<0>();");
   for (const std::string& a : accs) {
     Line("kiln::wgmma_fence_operands(" + a + ");");
   }
   // The last stage's wgmma have completed too: free it for the producer's
   // next tile.
-  ReleaseEmpty(0, previous, "kiln_hi > kiln_lo && ");
+  if (in_flight > 0) ReleaseEmpty(0, previous, "kiln_hi > kiln_lo && ");
   if (!ws_pre_tiles_.empty()) ReleasePre();
   // The gemms read ring slots only: nothing is owed a block barrier.
   pend_r_.clear();

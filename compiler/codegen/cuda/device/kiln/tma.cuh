@@ -204,9 +204,7 @@ __device__ __forceinline__ void bulk_wait_all() {
 }
 
 // A barrier over the 128 threads of consumer warpgroup `wg` (named
-// barrier 2 + wg: 0 is __syncthreads, 1 consumer_sync; gemm_wg_promoted's
-// turns use 4 and 5, only in kernels of two consumer warpgroups, which
-// use 2 and 3 here).
+// barrier 2 + wg: 0 is __syncthreads, 1 consumer_sync).
 __device__ __forceinline__ void warpgroup_sync(int wg) {
   asm volatile("bar.sync %0, 128;\n" ::"r"(wg + 2) : "memory");
 }
