@@ -841,10 +841,15 @@ std::string Emitter::WgmmaInstr(int64_t n, DType dtype, bool trans_a,
   for (int64_t i = 0; i < regs; ++i) {
     StrAppend(&list, i ? ", " : "", "%", i);
   }
-  std::string outs;
-  for (int64_t i = 0; i < regs; ++i) {
-    StrAppend(&outs, i ? ", " : "", "\"+f\"(d[", i, "])");
-  }
+  // The accumulator operands with a constraint: "+f" (read and written)
+  // or "=f" (written only).
+  auto d_operands = [regs](const char* constraint) {
+    std::string s;
+    for (int64_t i = 0; i < regs; ++i) {
+      StrAppend(&s, i ? ", " : "", "\"", constraint, "\"(d[", i, "])");
+    }
+    return s;
+  };
   std::string imms = "1, 1";
   if (!fp8 && !a_regs) StrAppend(&imms, ", ", trans_a ? 1 : 0);
   if (!fp8) StrAppend(&imms, ", ", trans_b ? 1 : 0);
@@ -863,26 +868,20 @@ std::string Emitter::WgmmaInstr(int64_t n, DType dtype, bool trans_a,
              ", 0;\\nwgmma.mma_async.sync.aligned.m64n", n, "k", k, ".f32.",
              type, ".", type, " {", list, "}, ", a_operand, ", %", b_index,
              ", p, ", imms, ";\\n}\\n\"\n");
-  std::string def =
-      StrCat("struct ", name, " {\n",
-             "  __device__ __forceinline__ static void mma(float (&d)[", regs,
-             "], ", a_param, ", unsigned long long b, int scale_d) {\n",
-             "    asm volatile(", asm_text, "        : ", outs, "\n",
-             "        : ", a_inputs, ", \"l\"(b), \"r\"(scale_d));\n", "  }\n");
+  std::string def = StrCat(
+      "struct ", name, " {\n",
+      "  __device__ __forceinline__ static void mma(float (&d)[", regs, "], ",
+      a_param, ", unsigned long long b, int scale_d) {\n", "    asm volatile(",
+      asm_text, "        : ", d_operands("+f"), "\n", "        : ", a_inputs,
+      ", \"l\"(b), \"r\"(scale_d));\n", "  }\n");
   if (fp8 && !a_regs) {
     // The first step of a product promoted in fresh registers (scale-d 0):
-    // the accumulator is written only, so it needs no zeroing first (64
-    // moves per 128-column chunk, on the path between two of a warpgroup's
-    // wgmma groups).
-    std::string writes;
-    for (int64_t i = 0; i < regs; ++i) {
-      StrAppend(&writes, i ? ", " : "", "\"=f\"(d[", i, "])");
-    }
-    StrAppend(&def,
-              "  __device__ __forceinline__ static void mma_first(float (&d)[",
-              regs, "], ", a_param, ", unsigned long long b) {\n",
-              "    asm volatile(", asm_text, "        : ", writes, "\n",
-              "        : ", a_inputs, ", \"l\"(b), \"r\"(0));\n", "  }\n");
+    // the accumulator is written only, so it needs no zeroing first.
+    StrAppend(
+        &def, "  __device__ __forceinline__ static void mma_first(float (&d)[",
+        regs, "], ", a_param, ", unsigned long long b) {\n",
+        "    asm volatile(", asm_text, "        : ", d_operands("=f"), "\n",
+        "        : ", a_inputs, ", \"l\"(b), \"r\"(0));\n", "  }\n");
   }
   StrAppend(&def, "};\n");
   wgmma_instrs_[name] = std::move(def);

@@ -184,13 +184,13 @@ __device__ __forceinline__ void wgmma_tile(
       const u64 da = TRANS_A ? LA::desc_mn_major(As, m0, kk * KSTEP)
                              : LA::desc_k_major(As, m0, kk * KSTEP);
       float(&d)[N / 2] = *reinterpret_cast<float(*)[N / 2]>(&acc[mi * (N / 2)]);
-      if constexpr (ACCUMULATE) {
-        INSTR::mma(d, da, db, 1);
-      } else if (kk == 0) {
-        INSTR::mma_first(d, da, db);  // writes d without reading it
-      } else {
-        INSTR::mma(d, da, db, 1);
+      if constexpr (!ACCUMULATE) {
+        if (kk == 0) {
+          INSTR::mma_first(d, da, db);  // writes d without reading it
+          continue;
+        }
       }
+      INSTR::mma(d, da, db, 1);
     }
   }
 }
