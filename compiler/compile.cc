@@ -7,6 +7,7 @@
 #include "compiler/arith/prover.h"
 #include "compiler/codegen/cpu/cpu_codegen.h"
 #include "compiler/codegen/cuda/cuda_codegen.h"
+#include "compiler/codegen/gpu/plan_kernel.h"
 #include "compiler/codegen/hip/hip_codegen.h"
 #include "compiler/ir/canonical_hash.h"
 #include "compiler/ir/format.h"
@@ -152,6 +153,21 @@ absl::StatusOr<CompiledKernel> Compile(std::string_view source,
     return absl::Status(st.code(), StrCat(options.filename, ": kernel '",
                                           out.name, "': ", st.message()));
   };
+  if (options.plan_only) {
+    const bool cuda = IsCudaTarget(options.target);
+    if (!cuda && !IsHipTarget(options.target)) {
+      return located(absl::InvalidArgumentError(
+          StrCat("the ", options.target,
+                 " target has no kernel plan (GPU targets only)")));
+    }
+    auto plan = gpu::PlanKernel(
+        *kernel, cuda ? CudaDialect(options.target) : HipDialect());
+    if (!plan.ok()) return located(plan.status());
+    out.plan = gpu::PrintPlan(*plan);
+    out.timings.codegen_ms = MsSince(codegen_start);
+    out.timings.total_ms = MsSince(start);
+    return out;
+  }
   if (IsCudaTarget(options.target)) {
     CudaCodegenOptions co;
     co.target = options.target;
@@ -163,6 +179,7 @@ absl::StatusOr<CompiledKernel> Compile(std::string_view source,
     out.device_source = std::move(cuda->source);
     out.ptx = std::move(cuda->ptx);
     out.layouts = std::move(cuda->layouts);
+    out.plan = std::move(cuda->plan);
     out.build_log = std::move(cuda->nvrtc_log);
   } else if (IsHipTarget(options.target)) {
     HipCodegenOptions ho;
@@ -173,6 +190,7 @@ absl::StatusOr<CompiledKernel> Compile(std::string_view source,
     out.metadata = std::move(hip->metadata);
     out.device_source = std::move(hip->source);
     out.layouts = std::move(hip->layouts);
+    out.plan = std::move(hip->plan);
     out.build_log = std::move(hip->hiprtc_log);
   } else {
     auto artifact = GenerateCpu(*kernel, CpuCodegenOptions{});

@@ -28,6 +28,10 @@ struct CompileOptions {
   std::string filename = "<input>";
   // CUDA: keep the PTX in CompiledKernel::ptx (`kiln compile --emit ptx`).
   bool keep_ptx = false;
+  // GPU targets: stop once the kernel is planned (CompiledKernel::plan set,
+  // no source rendered, no toolchain needed, no binary); `kiln compile
+  // --print-plan`. InvalidArgument on the CPU target, which has no plan.
+  bool plan_only = false;
 };
 
 // Wall-clock milliseconds per stage.
@@ -55,6 +59,7 @@ struct CompiledKernel {
   std::string device_source;  // CUDA / HIP: the generated CUDA / HIP C++
   std::string ptx;            // CUDA with keep_ptx: the PTX NVRTC produced
   std::string layouts;        // GPU: where each tile lives, one per line
+  std::string plan;           // GPU: the KernelPlan, printed
   std::string build_log;      // CUDA: NVRTC's log (ptxas -v report); HIP:
                               // hiprtc's warnings
   CompileTimings timings;

@@ -280,6 +280,48 @@ def bench_attention(rows):
                 del q, k, v, o, lse
 
 
+def bench_phrasing(rows):
+    """The same attention kernel in three spellings (make_phrasings.sh:
+    the corpus program, TileLang's wording through the Python DSL, symbolic
+    shapes with a let-bound bound), f16, head dim 128, batch 4, 16 heads,
+    4096 tokens, causal and full: each is timed in alternation with cuDNN's
+    SDPA, so the rows' ratios compare the spellings within one run."""
+    b, s, h, d = 4, 4096, 16, 128
+    q, k, v = (torch.randn(b, s, h, d, device="cuda", dtype=torch.float16)
+               for _ in range(3))
+    o = torch.empty_like(q)
+    lse = torch.empty(b, h, s, device="cuda", dtype=torch.float32)
+    qt, kt, vt = (x.transpose(1, 2) for x in (q, k, v))
+    for causal in (True, False):
+        c = "causal" if causal else "full"
+        ref = F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal).transpose(1, 2)
+        flops = 4 * b * h * s * s * d / (2 if causal else 1)
+
+        def cudnn():
+            with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+                return F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal)
+        for spelling in ("corpus", "tilelang", "letsym"):
+            name = f"ph_{c}_{spelling}"
+            if not os.path.exists(os.path.join(KERNELS, name + ".meta")):
+                continue
+            kern = Kernel(name)
+            if spelling == "corpus":
+                args = (q, k, v, o, lse, d ** -0.5) if causal else (q, k, v, o, d ** -0.5)
+            else:
+                args = (q, k, v, o)
+            run = kern.launcher(*args)
+            o.fill_(float("nan"))
+            run()
+            torch.cuda.synchronize()
+            err = (o.float() - ref.float()).abs().max().item()
+            best = pick(None, kern, median_ms(run, 3, 10, warm_ms=SWEEP_WARM_MS),
+                        err, ATTN_TOL, flops, run)
+            if best is None:
+                continue
+            paired_row(rows, f"attn f16 d{d} s{s} b{b} h{h} {c} ({spelling})",
+                       best, flops, cudnn, "cuDNN", 3, 10)
+
+
 def profile(picks):
     """One launch of each chosen kernel and of its reference, for Nsight
     Compute (ncu). `picks`: KIND=NAME words (KIND gemm: bf16 GEMM at 4096^3
@@ -328,6 +370,8 @@ def main():
         bench_fp8(rows)
     if "attention" in what:
         bench_attention(rows)
+    if "phrasing" in what:
+        bench_phrasing(rows)
     gpu = torch.cuda.get_device_name()
     lines = [f"# Kiln GPU benchmark results", "",
              f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, {gpu}, torch {torch.__version__}, "

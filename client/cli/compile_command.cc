@@ -27,6 +27,7 @@ struct CompileArgs {
   std::string output;
   std::string emit;
   bool print_ir_after_all = false;
+  bool print_plan = false;
   std::string daemon;  // compile through this kilnd
   bool local = false;  // never through a daemon
 };
@@ -60,11 +61,12 @@ void Run(const CompileArgs& args) {
   }
   // Through kilnd when one is running, unless the output needs the
   // compiler's internals (generated code, IR dumps).
-  const bool needs_compiler = args.print_ir_after_all ||
+  const bool needs_compiler = args.print_ir_after_all || args.print_plan ||
                               (!args.emit.empty() && args.emit != "metadata");
   if (needs_compiler && !args.daemon.empty()) {
     std::cerr << "kiln compile: error: --emit " << args.emit
               << (args.print_ir_after_all ? " / --print-ir-after-all" : "")
+              << (args.print_plan ? " / --print-plan" : "")
               << " compiles in process; drop --daemon\n";
     Exit(kExitUsage);
   }
@@ -90,6 +92,9 @@ void Run(const CompileArgs& args) {
   options.print_ir_after_all = args.print_ir_after_all;
   options.filename = args.file;
   options.keep_ptx = args.emit == "ptx";
+  // (--print-plan alone needs no toolchain: it stops once planned.)
+  options.plan_only =
+      args.print_plan && args.emit.empty() && args.output.empty();
   absl::StatusOr<compiler::CompiledKernel> k =
       compiler::Compile(*text, options);
   if (!k.ok()) {
@@ -97,6 +102,7 @@ void Run(const CompileArgs& args) {
     Exit(kExitFailure);
   }
   if (args.print_ir_after_all) std::cout << k->ir_dump;
+  if (args.print_plan) std::cout << k->plan;
   if (args.emit == "llvm") {
     std::cout << k->llvm_ir;
   } else if (args.emit == "source") {
@@ -110,7 +116,7 @@ void Run(const CompileArgs& args) {
     std::cout << k->ptx;
   } else if (args.emit == "metadata") {
     std::cout << k->metadata;
-  } else if (!args.print_ir_after_all) {
+  } else if (!args.print_ir_after_all && !args.print_plan) {
     PrintSummary(*k);
   }
   if (!args.output.empty()) {
@@ -154,6 +160,10 @@ void RegisterCompileCommand(CLI::App& app) {
       ->check(CLI::IsMember({"llvm", "source", "ptx", "metadata"}));
   cmd->add_flag("--print-ir-after-all", args->print_ir_after_all,
                 "Print the kernel after every compiler pass");
+  cmd->add_flag("--print-plan", args->print_plan,
+                "GPU targets: print the kernel plan (launch and walk order, "
+                "pipeline and warp roles, clusters, epilogue, shared memory, "
+                "fragment layouts) that code generation renders");
   cmd->add_option("--daemon", args->daemon,
                   "Compile through the kilnd at this address (unix:PATH, "
                   "/PATH or HOST:PORT). By default kiln compile uses the "

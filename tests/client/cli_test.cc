@@ -315,5 +315,26 @@ TEST(CliTest, CompileForGfx90aEmitsHipSource) {
   }
 }
 
+TEST(CliTest, PrintPlanShowsTheKernelPlanWithoutAToolchain) {
+  testing::TempDir dir;
+  testing::WriteFile(dir.File("gemm.tile"), kGemm);
+  testing::RunResult r =
+      Kiln({"compile", dir.File("gemm.tile"), "-D", "BM=128,BN=128,BK=64",
+            "--target", "sm_90a", "--print-plan"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("pipeline          warp-specialised TMA ring "
+                               "over loop k"));
+  EXPECT_THAT(r.out, HasSubstr("persistent      yes"));
+  EXPECT_THAT(r.out, HasSubstr("Acc: registers, wgmma accumulator"));
+  // (No summary: the plan alone.)
+  EXPECT_THAT(r.out, Not(HasSubstr("key      ")));
+  testing::RunResult cpu =
+      Kiln({"compile", dir.File("gemm.tile"), "-D", "BM=128,BN=128,BK=64",
+            "--target", "cpu", "--print-plan"});
+  EXPECT_EQ(cpu.exit_code, 1);
+  EXPECT_THAT(cpu.err, HasSubstr("gemm.tile: kernel 'gemm': the cpu target "
+                                 "has no kernel plan (GPU targets only)"));
+}
+
 }  // namespace
 }  // namespace kiln::cli

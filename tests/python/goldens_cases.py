@@ -16,6 +16,15 @@ def cases():
         "softmax": lambda: kernels.softmax(M, N),
         "rms_norm": lambda: kernels.rms_norm(M, N),
         "scale_add_symbolic": lambda: kernels.scale_add(),
+        # TileLang's own wording of causal and full attention, with the
+        # Hopper path's tiles (two consumer warpgroups, two stages): one
+        # spelling each in tests/codegen/phrasings.
+        "attention_causal_tilelang": lambda: kernels.flashattn_tilelang(
+            2, 8, 1024, 128, True, block_M=128, block_N=128, num_stages=2,
+            threads=256),
+        "attention_tilelang": lambda: kernels.flashattn_tilelang(
+            2, 8, 1024, 128, False, block_M=128, block_N=128, num_stages=2,
+            threads=256),
         "flash_attention_fwd_tunables":
             lambda: kernels.tuned_flashattn()(1, 4, 256, 64, False),
     }

@@ -285,21 +285,22 @@ absl::Status Emitter::EmitBlock(const Block& b, bool element) {
   // A cluster pair's second block may walk past the grid's x extent (an
   // odd extent): it runs the main loop with its partner (out-of-range
   // loads read zeros) but not what follows it.
-  const bool guard_tail = &b == &k_.body && ws_cluster_ > 1;
+  const bool guard_tail = &b == &k_.body && kp_.launch.cluster_x > 1;
   bool guarded = false;
   for (size_t i = 0; i < b.size(); ++i) {
     if (guard_tail && !guarded && i > 0 &&
-        std::get_if<ForStmt>(&b[i - 1].node) == ws_loop_) {
+        std::get_if<ForStmt>(&b[i - 1].node) == kp_.ws.loop) {
       Flush();
       Open(StrCat("if (", Mangle(k_.block_vars[0]), " < kiln_grid0)"));
       guarded = true;
     }
-    if (!element && staged_stores_.count(&b[i]) && i + 1 < b.size()) {
+    if (!element && kp_.epilogue.staged_stores.count(&b[i]) &&
+        i + 1 < b.size()) {
       KILN_GPU_RETURN_IF_ERROR(EmitStagedStore(b[i], b[i + 1]));
       ++i;
       continue;
     }
-    if (!element && ws_pre_.count(&b[i])) {
+    if (!element && kp_.ws.preloads.count(&b[i])) {
       KILN_GPU_RETURN_IF_ERROR(EmitWsPreCopy(b[i]));
       continue;
     }
@@ -423,134 +424,20 @@ void ForEachNestedStmt(const Stmt& s,
   }
 }
 
-// How an integer expression moves as `v` grows, the other names fixed.
-enum class Trend { kConstant, kRising, kUnknown };
-
-Trend TrendIn(const Expr& e, const std::string& v) {
-  auto both = [](Trend a, Trend b) {
-    if (a == Trend::kUnknown || b == Trend::kUnknown) return Trend::kUnknown;
-    return a == Trend::kRising || b == Trend::kRising ? Trend::kRising
-                                                      : Trend::kConstant;
-  };
-  auto nonneg = [](const Expr& x) {
-    auto c = FoldInt(x);
-    return c && *c >= 0;
-  };
-  auto positive = [](const Expr& x) {
-    auto c = FoldInt(x);
-    return c && *c > 0;
-  };
-  switch (e.kind) {
-    case ExprKind::kInt:
-      return Trend::kConstant;
-    case ExprKind::kVar:
-      return e.name == v ? Trend::kRising : Trend::kConstant;
-    case ExprKind::kBinary: {
-      const Trend a = TrendIn(e.args[0], v), b = TrendIn(e.args[1], v);
-      if (a == Trend::kConstant && b == Trend::kConstant) {
-        return Trend::kConstant;
-      }
-      switch (e.binary_op) {
-        case BinaryOp::kAdd:
-          return both(a, b);
-        case BinaryOp::kSub:
-          return b == Trend::kConstant ? a : Trend::kUnknown;
-        case BinaryOp::kMul:
-          if (b == Trend::kConstant && nonneg(e.args[1])) return a;
-          if (a == Trend::kConstant && nonneg(e.args[0])) return b;
-          return Trend::kUnknown;
-        case BinaryOp::kDiv:
-          return b == Trend::kConstant && positive(e.args[1]) ? a
-                                                              : Trend::kUnknown;
-        default:
-          return Trend::kUnknown;
-      }
-    }
-    case ExprKind::kCall: {
-      Trend t = Trend::kConstant;
-      for (const Expr& a : e.args) t = both(t, TrendIn(a, v));
-      if (t == Trend::kConstant) return t;
-      if (e.name == "min" || e.name == "max") return t;
-      if (e.name == "ceildiv" && e.args.size() == 2 &&
-          TrendIn(e.args[1], v) == Trend::kConstant && positive(e.args[1])) {
-        return t;
-      }
-      return Trend::kUnknown;
-    }
-    default: {
-      std::set<std::string> used;
-      ExprUses(e, &used);
-      return used.count(v) ? Trend::kUnknown : Trend::kConstant;
-    }
-  }
-}
-
 }  // namespace
-
-bool Emitter::RisingX() const {
-  if (k_.block_vars.empty()) return false;
-  const std::string& bx = k_.block_vars[0];
-  bool rising = false;
-  for (const Stmt& s : k_.body) {
-    // (rasterize sets its own order.)
-    if (std::holds_alternative<RasterizeStmt>(s.node)) return false;
-    auto* f = std::get_if<ForStmt>(&s.node);
-    if (!f) continue;
-    const Trend stop = TrendIn(f->stop, bx);
-    const Trend start = f->start ? TrendIn(*f->start, bx) : Trend::kConstant;
-    if (start != Trend::kConstant || stop == Trend::kUnknown) return false;
-    rising |= stop == Trend::kRising;
-  }
-  return rising;
-}
-
-void Emitter::PlanSharedLives() {
-  alias_shared_ = ws_loop_ == nullptr && plan_.wgmma_tiles.empty();
-  if (!alias_shared_) return;
-  std::set<std::string> shared;
-  ForEachNestedStmt(k_.body, [&](const Stmt& s) {
-    auto* a = std::get_if<AllocStmt>(&s.node);
-    if (a && a->scope == Scope::kShared) shared.insert(a->name);
-  });
-  const SharedPred is_shared = [&](const std::string& n) {
-    return shared.count(n) > 0;
-  };
-  for (int i = 0; i < static_cast<int>(k_.body.size()); ++i) {
-    const Stmt& s = k_.body[i];
-    // (An alloc statement is not a use: a life starts at its first use.)
-    std::set<std::string> used;
-    if (!std::holds_alternative<AllocStmt>(s.node)) {
-      std::set<std::string> w;
-      Accesses(s, &used, &w, &is_shared);
-      used.insert(w.begin(), w.end());
-      // A tile allocated inside a nested block lives in this statement.
-      ForEachNestedStmt(s, [&](const Stmt& t) {
-        if (auto* a = std::get_if<AllocStmt>(&t.node)) used.insert(a->name);
-      });
-    }
-    for (const std::string& n : used) {
-      if (!shared.count(n)) continue;
-      auto it = live_.find(n);
-      if (it == live_.end()) {
-        live_[n] = {i, i};
-      } else {
-        it->second.second = i;
-      }
-    }
-  }
-}
 
 int64_t Emitter::PlaceShared(const std::string& name, int64_t bytes,
                              int64_t align) {
-  auto live = live_.find(name);
+  auto live = kp_.shared.lives.find(name);
   int64_t off = RoundUp(smem_bytes_, align);
-  if (alias_shared_ && live != live_.end()) {
+  if (kp_.shared.alias && live != kp_.shared.lives.end()) {
     // First fit: the lowest offset (the base, or the end of a placed tile)
     // clear of every placed tile whose life meets this one's.
     auto meets = [&](const SmemRegion& r) {
-      auto o = live_.find(r.name);
-      return o == live_.end() || (o->second.first <= live->second.second &&
-                                  live->second.first <= o->second.second);
+      auto o = kp_.shared.lives.find(r.name);
+      return o == kp_.shared.lives.end() ||
+             (o->second.first <= live->second.second &&
+              live->second.first <= o->second.second);
     };
     std::vector<int64_t> starts = {RoundUp(alloc_base_, align)};
     for (const SmemRegion& r : regions_) starts.push_back(RoundUp(r.hi, align));
@@ -576,7 +463,7 @@ int64_t Emitter::PlaceShared(const std::string& name, int64_t bytes,
 
 bool Emitter::SameBytes(const std::string& a, const std::string& b) const {
   if (a == b) return true;
-  if (!alias_shared_) return false;
+  if (!kp_.shared.alias) return false;
   for (const SmemRegion& x : regions_) {
     if (x.name != a) continue;
     for (const SmemRegion& y : regions_) {
@@ -648,7 +535,7 @@ absl::Status Emitter::EmitAlloc(const AllocStmt& a) {
     }
     return absl::OkStatus();
   }
-  if (elided_tiles_.count(a.name)) {
+  if (kp_.epilogue.elided_tiles.count(a.name)) {
     Line("// " + a.name +
          ": not allocated (the accumulator is stored straight to global "
          "memory)");
@@ -737,7 +624,7 @@ absl::Status Emitter::EmitRasterize(const RasterizeStmt& r) {
   Open("");
   Line("const long long kiln_p = kiln::max_(" + *p + ", 1LL);");
   // (A persistent kernel walks the program's grid itself.)
-  Line(Persistent()
+  Line(kp_.launch.persistent
            ? std::string("const long long kiln_gx = kiln_walk0, kiln_gy = "
                          "kiln_grid1;")
            : std::string(
@@ -763,8 +650,8 @@ absl::Status Emitter::EmitRasterize(const RasterizeStmt& r) {
   }
   Close();
   // (A cluster pair's blocks: the pair was rasterised.)
-  if (Persistent() && ws_cluster_ > 1 && !ws_rasterize_.empty() &&
-      &r == ws_rasterize_.back()) {
+  if (kp_.launch.persistent && kp_.launch.cluster_x > 1 &&
+      !kp_.ws.rasterize.empty() && &r == kp_.ws.rasterize.back()) {
     Line(PairX());
   }
   return absl::OkStatus();
@@ -773,19 +660,11 @@ absl::Status Emitter::EmitRasterize(const RasterizeStmt& r) {
 // ------------------------------------------------------------ tile ops
 
 absl::StatusOr<KernelSource> Emitter::Run() {
-  auto threads = FoldInt(k_.threads);
-  if (!threads || *threads < 1 || *threads > 1024) {
-    return absl::InvalidArgumentError(
-        "threads(...) must be a constant in 1..1024 after specialisation");
-  }
-  threads_ = *threads;
+  threads_ = kp_.launch.threads;
   KernelSource out;
   out.entry = "kiln_" + k_.name;
   out.threads = threads_;
-  PlanWarpSpecialised();
-  PlanCluster();
-  PlanStagedStores();
-  out.launch_threads = threads_ + (ws_loop_ ? 128 : 0);
+  out.launch_threads = kp_.launch.launch_threads;
   // Scratch for cross-warp row reductions of register fragments.
   int64_t scratch = 0;
   ForEachNestedStmt(k_.body, [&](const Stmt& s) {
@@ -799,7 +678,6 @@ absl::StatusOr<KernelSource> Emitter::Run() {
   scratch_offset_ = 0;
   smem_bytes_ = RoundUp(scratch, kSmemAlign);
   alloc_base_ = smem_bytes_;
-  PlanSharedLives();
 
   std::vector<std::string> params;
   std::vector<std::string> prologue;
@@ -884,7 +762,7 @@ absl::StatusOr<KernelSource> Emitter::Run() {
   // A persistent kernel (the runtime launches min(blocks, resident blocks)
   // in x) walks the program's grid, so that a block's epilogue overlaps the
   // producer's loads for its next tile. The block variables are set per tile.
-  if (Persistent()) {
+  if (kp_.launch.persistent) {
     for (size_t d = 0; d < 3; ++d) {
       std::string g = "1LL";
       if (d < k_.grid.size()) {
@@ -897,21 +775,21 @@ absl::StatusOr<KernelSource> Emitter::Run() {
     // The x extent walked: pairs of blocks in a cluster pair, or pairs of
     // mirrored tiles (PairedWalk).
     prologue.push_back(
-        ws_cluster_ > 1 || PairedWalk()
+        kp_.launch.cluster_x > 1 || (kp_.launch.walk == Walk::kMirroredPairsX)
             ? "const long long kiln_walk0 = (kiln_grid0 + 1) / 2;"
             : "const long long kiln_walk0 = kiln_grid0;");
-    if (ws_cluster_ > 1) {
+    if (kp_.launch.cluster_x > 1) {
       prologue.push_back("const unsigned kiln_rank = kiln::cluster_rank();");
     }
   }
   // Blocks whose loops run longer as x grows (causal attention) start in
   // decreasing x: blocks start roughly in index order, so the longest go
   // first and the last wave is made of the shortest (a bijection of x).
-  const bool longest_first = LongestFirstX();
+  const bool longest_first = (kp_.launch.walk == Walk::kLongestFirstX);
   for (size_t d = 0; d < k_.block_vars.size(); ++d) {
     const std::string v = Mangle(k_.block_vars[d]);
     prologue.push_back(
-        Persistent() ? StrCat("long long ", v, " = 0;")
+        kp_.launch.persistent ? StrCat("long long ", v, " = 0;")
         : d == 0 && longest_first
             ? StrCat("long long ", v,
                      " = gridDim.x - 1 - blockIdx.x;  "
@@ -922,7 +800,7 @@ absl::StatusOr<KernelSource> Emitter::Run() {
   indent_ = 1;
   for (const std::string& l : prologue) Line(l);
   const std::string producer_marker = "// @@kiln-producer@@\n";
-  if (ws_loop_) out_ += producer_marker;
+  if (kp_.ws.loop) out_ += producer_marker;
   KILN_GPU_RETURN_IF_ERROR(EmitBlock(k_.body, false));
   // A persistent block's next tile reuses its shared buffers. With TMA,
   // the tiles the producer loads are handed over on mbarriers (the ring's,
@@ -930,14 +808,15 @@ absl::StatusOr<KernelSource> Emitter::Run() {
   // for its own staged stores: when nothing else is pending the consumer
   // warpgroups need no barrier between tiles, and each keeps its own pace
   // (one's softmax under the other's gemms) from one tile to the next.
-  if (Persistent()) {
-    std::set<std::string> tma_handed(ws_pre_tiles_);
-    for (const Stmt& s : ws_loop_->body) {
+  if (kp_.launch.persistent) {
+    std::set<std::string> tma_handed(kp_.ws.preload_tiles.begin(),
+                                     kp_.ws.preload_tiles.end());
+    for (const Stmt& s : kp_.ws.loop->body) {
       if (auto* c = std::get_if<CopyStmt>(&s.node)) {
         tma_handed.insert(c->dst.name);
       }
     }
-    bool only_handed = !ws_pre_.empty();
+    bool only_handed = !kp_.ws.preloads.empty();
     for (const std::set<std::string>* pend : {&pend_r_, &pend_w_}) {
       for (const std::string& n : *pend) only_handed &= tma_handed.count(n) > 0;
     }
@@ -950,28 +829,28 @@ absl::StatusOr<KernelSource> Emitter::Run() {
     }
   }
   std::string body = std::move(out_);
-  if (ws_loop_) {
+  if (kp_.ws.loop) {
     PlacePreSlots();
     auto producer = ProducerCode();
     if (!producer.ok()) return producer.status();
     // The consumers' tile loop around the program's body.
     std::string code = *producer;
     code += "  int kiln_it = 0;  // ring iterations so far (all tiles)\n";
-    if (!ws_pre_.empty()) code += "  int kiln_q = 0;  // tiles begun\n";
+    if (!kp_.ws.preloads.empty()) code += "  int kiln_q = 0;  // tiles begun\n";
     code += "  " + TileLoopHead() + "\n";
     body.replace(body.find(producer_marker), producer_marker.size(), code);
     body += "  }\n";
     // TMA stores still reading their staging chunks finish first.
     if (tma_stage_off_ >= 0) body += "  kiln::tma_store_drain();\n";
-    if (ws_cluster_ > 1) body += "  kiln::cluster_sync();\n";
-    out.cluster_x = ws_cluster_;
+    if (kp_.launch.cluster_x > 1) body += "  kiln::cluster_sync();\n";
+    out.cluster_x = kp_.launch.cluster_x;
     for (size_t m = 0; m < tensor_maps_.size(); ++m) {
       params.push_back(
           StrCat("const __grid_constant__ kiln::TensorMap kiln_map", m));
     }
     if (!tensor_maps_.empty()) params.push_back("int kiln_tma");
     out.tensor_maps = tensor_maps_;
-    out.persistent = Persistent();
+    out.persistent = kp_.launch.persistent;
     // The ring's mbarriers, as ptxas places them (a 1 KiB static block).
     out.static_shared_bytes = 1024;
   }
@@ -982,21 +861,12 @@ absl::StatusOr<KernelSource> Emitter::Run() {
   if (!plan_.wgmma_tiles.empty() || !wgmma_instrs_.empty()) {
     src += "#include \"kiln/wgmma.cuh\"\n";
   }
-  if (ws_loop_) src += "#include \"kiln/tma.cuh\"\n";
+  if (kp_.ws.loop) src += "#include \"kiln/tma.cuh\"\n";
   src += "\n";
   for (const auto& [name, def] : wgmma_instrs_) src += def + "\n";
-  // Tensor-core kernels of 8+ warps: ask for two blocks per SM (at most
-  // 128 registers per thread), so that each scheduler has four warps
-  // issuing mma.sync.
-  // Only when the register fragments leave room (at most 64 accumulator
-  // registers per thread).
-  int64_t fragment_regs = 0;
-  for (const auto& [name, r] : plan_.registers) fragment_regs += r.regs();
-  const int min_blocks =
-      threads_ >= 256 && fragment_regs > 0 && fragment_regs <= 64 ? 2 : 1;
   const std::string bounds =
       dialect_.launch_bounds_min_blocks
-          ? StrCat(out.launch_threads, ", ", ws_loop_ ? 1 : min_blocks)
+          ? StrCat(out.launch_threads, ", ", kp_.launch.min_blocks)
           : StrCat(out.launch_threads);
   src += StrCat("extern \"C\" __global__ void __launch_bounds__(", bounds,
                 ")\n", out.entry, "(");
@@ -1028,7 +898,7 @@ absl::StatusOr<KernelSource> Emitter::Run() {
 }  // namespace internal
 
 absl::StatusOr<KernelSource> EmitKernelSource(const Kernel& kernel,
-                                              const FragmentPlan& plan,
+                                              const KernelPlan& plan,
                                               const GpuDialect& dialect) {
   return internal::Emitter(kernel, plan, dialect).Run();
 }

@@ -22,6 +22,7 @@
 #include "absl/status/statusor.h"
 #include "compiler/codegen/gpu/fragment_plan.h"
 #include "compiler/codegen/gpu/gpu_dialect.h"
+#include "compiler/codegen/gpu/kernel_plan.h"
 #include "compiler/codegen/metadata_writer.h"
 #include "compiler/ir/ir.h"
 
@@ -49,11 +50,12 @@ struct KernelSource {
 // take one `const __grid_constant__ kiln::TensorMap` per map and an `int`
 // that is 1 when the runtime built them all (0: take the fallback path).
 //
-// InvalidArgument for a kernel that is not specialised (a tile dim or the
-// block size not constant); Unimplemented for a construct with no GPU
+// The emitter renders `plan` (plan_kernel.h) and decides none of its
+// parts. InvalidArgument for a kernel that is not specialised (a tile dim
+// not constant); Unimplemented for a construct with no GPU
 // lowering yet (naming the op and its line).
 absl::StatusOr<KernelSource> EmitKernelSource(const Kernel& kernel,
-                                              const FragmentPlan& plan,
+                                              const KernelPlan& plan,
                                               const GpuDialect& dialect);
 
 }  // namespace kiln::compiler::gpu

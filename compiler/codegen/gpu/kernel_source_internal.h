@@ -15,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "compiler/codegen/gpu/expr_emitter.h"
 #include "compiler/codegen/gpu/fragment_plan.h"
+#include "compiler/codegen/gpu/kernel_plan.h"
 #include "compiler/codegen/gpu/kernel_source.h"
 #include "compiler/ir/const_fold.h"
 #include "compiler/ir/dtype.h"
@@ -148,8 +149,8 @@ inline bool Whole(const Region& r) {
 
 class Emitter {
  public:
-  Emitter(const Kernel& k, const FragmentPlan& plan, const GpuDialect& dialect)
-      : k_(k), plan_(plan), dialect_(dialect) {}
+  Emitter(const Kernel& k, const KernelPlan& plan, const GpuDialect& dialect)
+      : k_(k), kp_(plan), plan_(plan.fragments), dialect_(dialect) {}
 
   absl::StatusOr<KernelSource> Run();
 
@@ -177,8 +178,8 @@ class Emitter {
     if (!plan_.wgmma_tiles.empty()) Line("kiln::fence_proxy_async();");
     // Warp-specialised kernels: the producer warpgroup has left; the
     // consumer warpgroups synchronise among themselves.
-    Line(ws_loop_ ? StrCat("kiln::consumer_sync<", threads_, ">();")
-                  : std::string("__syncthreads();"));
+    Line(kp_.ws.loop ? StrCat("kiln::consumer_sync<", threads_, ">();")
+                     : std::string("__syncthreads();"));
     pend_r_.clear();
     pend_w_.clear();
   }
@@ -294,20 +295,13 @@ class Emitter {
   // (kiln::r2g_acc_tma), placing the staging chunks on first use; -1 where
   // that path does not apply.
   int TmaStoreMap(const Access& g, size_t row_dim, const Buf& acc);
-  // Pairs of top-level copies `copy Acc -> X` then `copy X -> G[...]`
-  // (a warpgroup accumulator through a shared tile that nothing else uses
-  // to a 16-bit tensor region) that a warp-specialised kernel stores
-  // straight from the accumulator (through TMA where it can, else register
-  // stores), leaving X unallocated: sets staged_stores_ and elided_tiles_.
-  void PlanStagedStores();
+  // A planned staged store (kp_.epilogue): `copy Acc -> X` then
+  // `copy X -> G[...]` stored straight from the accumulator.
   absl::Status EmitStagedStore(const Stmt& first, const Stmt& second);
   absl::Status EmitFill(const FillStmt& f, const Loc& loc);
   absl::Status EmitGemm(const GemmStmt& g, const Loc& loc);
 
   // ---- warp-specialised TMA rings (tma_loop.cc)
-  // Chooses the pipelined loop (if any) that becomes a TMA ring with a
-  // producer warpgroup; sets ws_loop_.
-  void PlanWarpSpecialised();
   // The TMA loads of one ring copy (recorded while the consumer side is
   // emitted; the producer is emitted from them).
   struct TmaCopy {
@@ -334,10 +328,10 @@ class Emitter {
   void EmitTmaLoads(const TmaCopy& t, const std::string& dst,
                     const std::string& bar);
   // A top-level copy before a persistent kernel's ring loop, issued by the
-  // producer (ws_pre_): the consumers wait for it instead (or copy it
+  // producer (kp_.ws.preloads): the consumers wait for it instead (or copy it
   // themselves when the runtime built no tensor maps).
   absl::Status EmitWsPreCopy(const Stmt& s);
-  // Emits the consumer loop of ws_loop_ (called from EmitPipelined with
+  // Emits the consumer loop of kp_.ws.loop (called from EmitPipelined with
   // its range, ring copies and stage count) and records what the producer
   // issues.
   absl::Status EmitWsConsumer(const ForStmt& f, const LoopRange& range,
@@ -378,14 +372,8 @@ class Emitter {
   void ReleaseEmpty(int group, const std::string& slot,
                     const std::string& when = "");
   // Lane 0 of each consumer warp frees this tile's slot of the tiles the
-  // producer loads per tile (ws_pre_), when `when` (as above) holds.
+  // producer loads per tile (kp_.ws.preloads), when `when` (as above) holds.
   void ReleasePre(const std::string& when = "");
-  // Pairs the blocks of a persistent warp-specialised kernel into clusters
-  // of two along x where the program asks for cluster(2, 1, 1) and one
-  // ring copy does not depend on the x block index: that tile is loaded
-  // half by each block and multicast to both. Sets ws_cluster_ and
-  // ws_mc_tile_.
-  void PlanCluster();
   // The setup both roles run and the producer warpgroup's branch, as text
   // (emitted by EmitProducer after the consumers).
   absl::StatusOr<std::string> ProducerCode();
@@ -429,7 +417,8 @@ class Emitter {
   }
 
   const Kernel& k_;
-  const FragmentPlan& plan_;
+  const KernelPlan& kp_;      // every decision (kernel_plan.h)
+  const FragmentPlan& plan_;  // kp_.fragments
   const GpuDialect& dialect_;
   std::string out_;
   int indent_ = 0;
@@ -443,91 +432,44 @@ class Emitter {
   std::map<std::string, std::string> wgmma_instrs_;  // name -> definition
   // Inside a pipelined ring whose wgmma groups are waited for by the loop.
   bool defer_wgmma_wait_ = false;
-  // Warp specialisation: the loop, its stage count and TMA copies, the
+  // Warp specialisation (kp_.ws, planned): its stage count, TMA copies and
   // bounds' C++ code, and the tensor maps the kernel takes.
-  // A warp-specialised kernel is persistent: as many blocks as are
-  // resident at once walk the program's grid, so that a block's next tile
-  // is loaded while it finishes the last. GEMM loops always; fused loops
-  // (attention) over two or more consumer warpgroups, whose blocks fill an
-  // SM alone (with one warpgroup, several blocks per SM already overlap
-  // one another's prologue and epilogue).
-  bool Persistent() const {
-    return ws_loop_ != nullptr && (!ws_fused_ || threads_ >= 256);
-  }
-  // Whether a top-level loop's trip count rises with the x block index
-  // (and none moves otherwise), in a kernel that is not rasterised:
-  // blocks differ in work along x (causal attention).
-  bool RisingX() const;
-  // Such a kernel takes x in decreasing order when it is not persistent
-  // (the hardware starts blocks roughly in index order: the longest go
-  // first), and walks x in mirrored pairs when it is (x = g - 1 - p, then
-  // x = p: every pair of tiles costs the same, so a static walk is
-  // balanced).
-  bool LongestFirstX() const { return !Persistent() && RisingX(); }
-  bool PairedWalk() const { return Persistent() && RisingX(); }
-  const ForStmt* ws_loop_ = nullptr;
-  // The loop's body does more than accumulate wgmma gemms (attention): its
-  // gemms are waited for at once and each stage freed when the iteration
-  // ends.
-  bool ws_fused_ = false;
   // An fp8 gemm's accumulator and product registers per thread together at
   // most (40 of a consumer's 232 left for addresses): a product that does
   // not fit beside the accumulator is taken in column chunks (128 x 256
   // tiles: 128 + 64 registers), else whole (128 x 192: 96 + 96, each
   // warpgroup's A tile read once per stage).
   static constexpr int64_t kFp8Regs = 192;
-  int ws_groups_ = 1;
-  // Blocks per cluster (along x) and the ring tile they multicast.
-  int ws_cluster_ = 1;
-  std::string ws_mc_tile_;  // barrier groups of the ring (fused: one per tile)
+  int ws_groups_ = 1;  // barrier groups of the ring (fused: one per tile)
   int64_t ws_stages_ = 0;
   LoopRange ws_range_;
   std::vector<TmaCopy> ws_copies_;
-  // Top-level copies before the ring loop of a persistent kernel whose
-  // tiles only that loop reads (attention's Q): the producer loads them
-  // for each tile (TMA, onto kiln_qfull) once the consumers have freed the
-  // tiles (kiln_qempty: after the ring loop's last read of them), so a
-  // tile's Q lands while the block finishes the one before.
-  std::set<const Stmt*> ws_pre_;
-  std::set<std::string> ws_pre_tiles_;
+  // The planned per-tile loads (kp_.ws.preloads, attention's Q): the
+  // producer loads them for each tile (TMA, onto kiln_qfull) once the
+  // consumers have freed the tiles (kiln_qempty: after the ring loop's last
+  // read of them), so a tile's Q lands while the block finishes the one
+  // before.
   std::vector<TmaCopy> ws_pre_copies_;  // (ring_off: the second slot's)
   // Slots of those tiles: 2 where shared memory has room for a second copy
   // (a tile's loads then go out while the block still works on the tile
   // before), else 1. Decided once the kernel's other tiles are placed.
   int ws_pre_slots_ = 1;
-  // How many top-level statements (with everything in them) touch each
-  // buffer.
-  std::map<std::string, int> TopLevelUsers() const;
-  static int Count(const std::map<std::string, int>& m, const std::string& k) {
-    auto it = m.find(k);
-    return it == m.end() ? 0 : it->second;
-  }
   // Places the second slots where they fit (sets ws_pre_slots_).
   void PlacePreSlots();
-  std::vector<const RasterizeStmt*> ws_rasterize_;
   std::vector<TensorMapSpec> tensor_maps_;
-  // The first copy of each such pair (the second is the next statement).
-  std::set<const Stmt*> staged_stores_;
-  std::set<std::string> elided_tiles_;
   // Shared-memory offset of the TMA stores' staging chunks; -1: none.
   int64_t tma_stage_off_ = -1;
   int64_t smem_bytes_ = 0;
   int64_t scratch_offset_ = -1;
-  // Shared tiles whose lives do not overlap share bytes (a kernel's output
-  // staging tile over its input tiles, dead by then), where nothing reads
-  // shared memory asynchronously behind the block's barriers (no warp
-  // specialisation, no wgmma). A tile's life is the range of the kernel
-  // body's top-level statements that use it (live_, from PlanSharedLives);
-  // regions_ holds each tile's byte ranges, for placement and for Sync.
+  // Shared tiles whose planned lives do not overlap share bytes where the
+  // plan says so (kp_.shared); regions_ holds each tile's byte ranges, for
+  // placement and for Sync.
   struct SmemRegion {
     std::string name;
     int64_t lo = 0, hi = 0;  // bytes [lo, hi)
   };
-  bool alias_shared_ = false;
   int64_t alloc_base_ = 0;  // above the reduction scratch
-  std::map<std::string, std::pair<int, int>> live_;
   std::vector<SmemRegion> regions_;
-  void PlanSharedLives();
   // The offset for a tile of `bytes` (first fit among the tiles it may
   // overlap), recorded in regions_; smem_bytes_ grows to cover it.
   int64_t PlaceShared(const std::string& name, int64_t bytes, int64_t align);

@@ -9,76 +9,19 @@
 #include <algorithm>
 
 #include "compiler/codegen/gpu/kernel_source_internal.h"
+#include "compiler/codegen/gpu/stmt_access.h"
 
 namespace kiln::compiler::gpu::internal {
 
 void Emitter::Accesses(const Stmt& s, std::set<std::string>* r,
                        std::set<std::string>* w,
                        const SharedPred* shared) const {
-  auto in_smem = [&](const std::string& n) {
-    return shared ? (*shared)(n) : Shared(n);
-  };
-  auto rd = [&](const std::string& n) {
-    if (in_smem(n)) r->insert(n);
-  };
-  auto wr = [&](const std::string& n) {
-    if (in_smem(n)) w->insert(n);
-  };
-  std::function<void(const Expr&)> ex = [&](const Expr& e) {
-    if (e.kind == ExprKind::kLoad) rd(e.name);
-    for (const Expr& a : e.args) ex(a);
-  };
-  std::function<void(const Block&)> body = [&](const Block& b) {
-    for (const Stmt& x : b) Accesses(x, r, w, shared);
-  };
-  std::visit(
-      [&](const auto& n) {
-        using T = std::decay_t<decltype(n)>;
-        if constexpr (std::is_same_v<T, CopyStmt>) {
-          rd(n.src.name);
-          wr(n.dst.name);
-        } else if constexpr (std::is_same_v<T, FillStmt>) {
-          wr(n.dst.name);
-        } else if constexpr (std::is_same_v<T, GemmStmt>) {
-          rd(n.a.name);
-          rd(n.b.name);
-          rd(n.c.name);
-          wr(n.c.name);
-        } else if constexpr (std::is_same_v<T, ReduceStmt>) {
-          rd(n.src.name);
-          rd(n.dst.name);
-          wr(n.dst.name);
-          const Buf* b = FindBuf(n.src.name);
-          if (b && b->reg && b->reg->warps_n > 1) {
-            r->insert("kiln_scratch");
-            w->insert("kiln_scratch");
-          }
-        } else if constexpr (std::is_same_v<T, CumsumStmt>) {
-          rd(n.src.name);
-          rd(n.dst.name);
-          wr(n.dst.name);
-        } else if constexpr (std::is_same_v<T, AtomicAddStmt>) {
-          rd(n.src.name);
-        } else if constexpr (std::is_same_v<T, ParallelStmt>) {
-          body(n.body);
-        } else if constexpr (std::is_same_v<T, ForStmt>) {
-          if (n.start) ex(*n.start);
-          ex(n.stop);
-          body(n.body);
-        } else if constexpr (std::is_same_v<T, IfStmt>) {
-          ex(n.cond);
-          body(n.then_body);
-          body(n.else_body);
-        } else if constexpr (std::is_same_v<T, LetStmt>) {
-          ex(n.value);
-        } else if constexpr (std::is_same_v<T, StoreStmt>) {
-          for (const Expr& i : n.indices) ex(i);
-          ex(n.value);
-          wr(n.name);
-          if (n.op != AssignOp::kSet) rd(n.name);
-        }
-      },
-      s.node);
+  if (shared) {
+    StmtAccesses(s, plan_, *shared, r, w);
+  } else {
+    StmtAccesses(
+        s, plan_, [this](const std::string& n) { return Shared(n); }, r, w);
+  }
 }
 
 // Names a statement or expression declares or uses.
@@ -299,7 +242,7 @@ absl::Status Emitter::EmitPipelined(const ForStmt& f, const Loc& loc) {
     body_copies += src && src->tensor ? 1 : 0;
   }
   const bool ws =
-      &f == ws_loop_ && static_cast<int>(ring.size()) == body_copies;
+      &f == kp_.ws.loop && static_cast<int>(ring.size()) == body_copies;
   // Both branches start from the same pending barrier state; what they
   // leave pending is merged after them.
   std::set<std::string> ws_r, ws_w;
@@ -447,7 +390,7 @@ absl::Status Emitter::EmitPipelined(const ForStmt& f, const Loc& loc) {
   // A loop planned for the TMA ring but kept as a cp.async ring still frees
   // the tiles its producer loaded for this tile (EmitWsConsumer does on the
   // TMA ring).
-  if (&f == ws_loop_ && !ws && !ws_pre_tiles_.empty()) {
+  if (&f == kp_.ws.loop && !ws && !kp_.ws.preload_tiles.empty()) {
     ReleasePre("kiln_tma && ");
   }
   return absl::OkStatus();

@@ -2,6 +2,7 @@
 
 #include "compiler/codegen/gpu/fragment_plan.h"
 #include "compiler/codegen/gpu/kernel_source.h"
+#include "compiler/codegen/gpu/plan_kernel.h"
 #include "compiler/codegen/metadata_writer.h"
 #include "compiler/ir/const_fold.h"
 #include "compiler/ir/format.h"
@@ -19,11 +20,9 @@ absl::StatusOr<RenderedKernel> RenderKernel(const Kernel& k,
                  o.clusters_need, "; the target is ", o.target));
     }
   }
-  auto threads = FoldInt(k.threads);
-  if (!threads) {
-    return absl::InvalidArgumentError("threads(...) is not a constant");
-  }
-  FragmentPlan plan = PlanFragments(k, *threads, dialect);
+  auto planned = PlanKernel(k, dialect);
+  if (!planned.ok()) return planned.status();
+  const KernelPlan& plan = *planned;
   auto src = EmitKernelSource(k, plan, dialect);
   if (!src.ok()) return src.status();
   if (src->shared_bytes + src->static_shared_bytes > o.max_shared_bytes) {
@@ -36,9 +35,10 @@ absl::StatusOr<RenderedKernel> RenderKernel(const Kernel& k,
   out.source = std::move(src->source);
   out.entry = src->entry;
   out.shared_bytes = src->shared_bytes;
-  for (const auto& [tile, layout] : plan.Describe()) {
+  for (const auto& [tile, layout] : plan.fragments.Describe()) {
     StrAppend(&out.layouts, tile, ": ", layout, "\n");
   }
+  out.plan = PrintPlan(plan);
   MetadataOptions mo;
   mo.target = o.target;
   mo.entry = out.entry;

@@ -29,9 +29,11 @@ struct RenderedKernel {
   std::string entry;     // "kiln_" + kernel name
   std::string metadata;  // launch metadata (kernel-handle.md)
   std::string layouts;   // "TILE: LAYOUT" lines (fragment_plan.h)
+  std::string plan;      // the KernelPlan, printed (kernel_plan.h)
   int64_t shared_bytes = 0;
 };
 
+// Plans the kernel (plan_kernel.h), then renders the plan.
 // InvalidArgument when threads(...) is not a constant, the kernel asks for
 // clusters the target lacks (`clusters_need`) or needs more shared memory
 // than `max_shared_bytes`; the emitter's and metadata

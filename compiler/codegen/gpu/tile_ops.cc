@@ -65,43 +65,6 @@ absl::Status Emitter::EmitCopy(const CopyStmt& c, const Loc& loc) {
   return st;
 }
 
-void Emitter::PlanStagedStores() {
-  if (!ws_loop_ || !dialect_.tma) return;
-  std::map<std::string, const Param*> tensors;
-  for (const Param& p : k_.params) {
-    if (p.is_tensor) tensors[p.name] = &p;
-  }
-  // Top-level statements (with everything in them) touching each name.
-  const std::map<std::string, int> users = TopLevelUsers();
-  for (size_t i = 0; i + 1 < k_.body.size(); ++i) {
-    auto* c1 = std::get_if<CopyStmt>(&k_.body[i].node);
-    auto* c2 = std::get_if<CopyStmt>(&k_.body[i + 1].node);
-    if (!c1 || !c2 || !Whole(c1->src) || !Whole(c1->dst) || !Whole(c2->src) ||
-        c2->src.name != c1->dst.name || Count(users, c1->dst.name) != 2) {
-      continue;
-    }
-    auto acc = plan_.registers.find(c1->src.name);
-    auto tile = plan_.tiles.find(c1->dst.name);
-    auto out = tensors.find(c2->dst.name);
-    if (acc == plan_.registers.end() || !acc->second.warpgroup ||
-        tile == plan_.tiles.end() || out == tensors.end() ||
-        plan_.registers.count(tile->first) || plan_.rows.count(tile->first) ||
-        plan_.packed.count(tile->first) ||
-        plan_.wgmma_tiles.count(tile->first) ||
-        tile->second.scope == Scope::kLocal ||
-        (tile->second.dtype != DType::kF16 &&
-         tile->second.dtype != DType::kBF16) ||
-        out->second->dtype != tile->second.dtype ||
-        tile->second.dims !=
-            std::vector<int64_t>{acc->second.m, acc->second.n}) {
-      continue;
-    }
-    if (!IsTileRegion(*out->second, c2->dst, tile->second.dims)) continue;
-    staged_stores_.insert(&k_.body[i]);
-    elided_tiles_.insert(tile->first);
-  }
-}
-
 absl::Status Emitter::EmitStagedStore(const Stmt& first, const Stmt& second) {
   const auto& c1 = std::get<CopyStmt>(first.node);
   const auto& c2 = std::get<CopyStmt>(second.node);
@@ -128,7 +91,7 @@ int Emitter::TmaStoreMap(const Access& g, size_t row_dim, const Buf& acc) {
   const RegisterFragment* reg = acc.reg;
   const DType out = g.buf->dtype;
   const size_t rank = g.free.size();
-  if (!ws_loop_ || reg == nullptr || !reg->warpgroup ||
+  if (!kp_.ws.loop || reg == nullptr || !reg->warpgroup ||
       reg->warps_m * 128 != threads_ || acc.dims.size() != 2 ||
       acc.dims[1] % 64 != 0 || rank < 2 || rank > 5 ||
       (out != DType::kF16 && out != DType::kBF16)) {

@@ -27,6 +27,7 @@
 #include <algorithm>
 
 #include "compiler/codegen/gpu/kernel_source_internal.h"
+#include "compiler/codegen/gpu/stmt_access.h"
 #include "compiler/codegen/metadata_writer.h"
 
 namespace kiln::compiler::gpu::internal {
@@ -71,166 +72,6 @@ bool IsTileRegion(const Param& p, const Region& r,
   return extent.size() == 2 && extent[0] == dims[0] && extent[1] == dims[1];
 }
 
-void Emitter::PlanWarpSpecialised() {
-  if (!dialect_.tma || threads_ % 128 != 0 || threads_ + 128 > 1024) return;
-  // Names the producer can evaluate at the top of the kernel.
-  std::set<std::string> allowed(k_.block_vars.begin(), k_.block_vars.end());
-  std::map<std::string, const Param*> tensors;
-  for (const Param& p : k_.params) {
-    allowed.insert(p.name);
-    if (p.is_tensor) tensors[p.name] = &p;
-  }
-  for (const std::string& s : DynamicSymbols(k_)) allowed.insert(s);
-  std::map<std::string, int64_t> written;  // tile -> copies into it
-  std::function<void(const Block&)> count = [&](const Block& b) {
-    for (const Stmt& s : b) {
-      if (auto* c = std::get_if<CopyStmt>(&s.node)) written[c->dst.name]++;
-      if (auto* f = std::get_if<ForStmt>(&s.node)) count(f->body);
-      if (auto* i = std::get_if<IfStmt>(&s.node)) {
-        count(i->then_body);
-        count(i->else_body);
-      }
-    }
-  };
-  count(k_.body);
-
-  // Where a buffer lives, as planned (the allocs are not emitted yet):
-  // shared memory unless it is a tensor, a local or a register fragment.
-  const SharedPred in_smem = [&](const std::string& n) {
-    auto t = plan_.tiles.find(n);
-    return t != plan_.tiles.end() && t->second.scope != Scope::kLocal &&
-           !plan_.registers.count(n) && !plan_.rows.count(n) &&
-           !plan_.packed.count(n);
-  };
-
-  // A copy the producer can issue as TMA loads: a whole tile of a tensor
-  // into a wgmma operand tile written by it alone, its starts computed
-  // from `names`.
-  auto tma_copy = [&](const CopyStmt& c, const std::set<std::string>& names) {
-    auto t = plan_.tiles.find(c.dst.name);
-    auto p = tensors.find(c.src.name);
-    if (p == tensors.end() || !plan_.wgmma_tiles.count(c.dst.name) ||
-        t == plan_.tiles.end() || !Whole(c.dst) || written[c.dst.name] != 1 ||
-        p->second->dtype != t->second.dtype ||
-        !IsTileRegion(*p->second, c.src, t->second.dims) ||
-        t->second.dims[0] > 256) {
-      return false;
-    }
-    for (const Slice& sl : c.src.slices) {
-      if (sl.kind != Slice::Kind::kFull && !Uses(sl.start, names)) {
-        return false;
-      }
-    }
-    return true;
-  };
-  // `fused` is set when the body does more than accumulate wgmma gemms
-  // (attention: softmax between its two gemms).
-  auto eligible = [&](const ForStmt& f, bool* fused) {
-    auto stages = f.stages ? FoldInt(*f.stages) : std::nullopt;
-    if (!stages || *stages < 2 || *stages > 8) return false;
-    std::set<std::string> names = allowed;
-    names.insert(f.var);
-    if ((f.start && !Uses(*f.start, allowed)) || !Uses(f.stop, allowed)) {
-      return false;
-    }
-    int copies = 0, gemms = 0, others = 0;
-    std::set<std::string> read;  // shared tiles read so far in the body
-    for (const Stmt& s : f.body) {
-      std::set<std::string> r, w;
-      Accesses(s, &r, &w, &in_smem);
-      auto* c = std::get_if<CopyStmt>(&s.node);
-      if (c && tensors.count(c->src.name)) {
-        // (The stage's loads land before the body runs: a tile read
-        // earlier in the body than its copy would see the new data.)
-        if (read.count(c->dst.name) || !tma_copy(*c, names)) return false;
-        ++copies;
-        continue;
-      }
-      read.insert(r.begin(), r.end());
-      if (auto* g = std::get_if<GemmStmt>(&s.node)) {
-        auto rf = plan_.registers.find(g->c.name);
-        if (rf == plan_.registers.end() || !rf->second.warpgroup) return false;
-        ++gemms;
-        if (g->clear_accum) ++others;
-        continue;
-      }
-      // Anything else keeps to registers: the consumers pass no barrier
-      // per iteration, so nothing in the loop may write shared memory
-      // (row reductions across warps go through shared scratch).
-      if (!w.empty()) return false;
-      if (auto* red = std::get_if<ReduceStmt>(&s.node)) {
-        auto rf = plan_.registers.find(red->src.name);
-        if (rf != plan_.registers.end() && rf->second.warps_n > 1) {
-          return false;
-        }
-      }
-      ++others;
-    }
-    *fused = others > 0;
-    return copies > 0 && gemms > 0;
-  };
-
-  std::vector<const RasterizeStmt*> rasters;
-  for (const Stmt& s : k_.body) {
-    if (auto* r = std::get_if<RasterizeStmt>(&s.node)) {
-      rasters.push_back(r);
-      continue;
-    }
-    auto* f = std::get_if<ForStmt>(&s.node);
-    if (!f || f->loop != LoopKind::kPipelined) continue;
-    if (eligible(*f, &ws_fused_)) {
-      ws_loop_ = f;
-      ws_rasterize_ = rasters;
-      break;
-    }
-  }
-  if (!ws_loop_ || !Persistent()) return;
-  // Copies ahead of the loop into tiles that only the loop reads (no other
-  // top-level statement touches them): the producer loads them per tile.
-  const std::map<std::string, int> users = TopLevelUsers();
-  for (const Stmt& s : k_.body) {
-    auto* f = std::get_if<ForStmt>(&s.node);
-    if (f == ws_loop_) break;
-    auto* c = std::get_if<CopyStmt>(&s.node);
-    if (c && Count(users, c->dst.name) == 2 && tma_copy(*c, allowed)) {
-      ws_pre_.insert(&s);
-      ws_pre_tiles_.insert(c->dst.name);
-    }
-  }
-}
-
-void Emitter::PlanCluster() {
-  if (!Persistent() || k_.cluster.empty() || k_.block_vars.empty()) return;
-  for (size_t d = 0; d < k_.cluster.size(); ++d) {
-    auto c = FoldInt(k_.cluster[d]);
-    if (!c || *c != (d == 0 ? 2 : 1)) return;
-  }
-  // The ring copy whose region does not depend on the x block index: both
-  // blocks of a pair (x = 2c, 2c + 1) load the same tile.
-  const std::set<std::string> bx = {k_.block_vars[0]};
-  for (const Stmt& s : ws_loop_->body) {
-    auto* c = std::get_if<CopyStmt>(&s.node);
-    if (!c || !c->src.has_slices || c->src.slices.size() != 2) continue;
-    bool uses_bx = false;
-    for (const Slice& sl : c->src.slices) {
-      std::set<std::string> used;
-      if (sl.kind != Slice::Kind::kFull) ExprUses(sl.start, &used);
-      for (const std::string& u : used) uses_bx |= bx.count(u) > 0;
-    }
-    auto t = plan_.tiles.find(c->dst.name);
-    if (uses_bx || t == plan_.tiles.end() || t->second.dims.size() != 2 ||
-        !plan_.wgmma_tiles.count(c->dst.name)) {
-      continue;
-    }
-    // Each block loads half the rows: whole 1024-byte swizzle atoms (8
-    // rows of at most 128 bytes) per half.
-    if (t->second.dims[0] % 16 != 0) continue;
-    ws_cluster_ = 2;
-    ws_mc_tile_ = c->dst.name;
-    return;
-  }
-}
-
 absl::Status Emitter::EmitWsConsumer(const ForStmt& f, const LoopRange& range,
                                      const std::vector<const CopyStmt*>& ring,
                                      int64_t stages) {
@@ -254,7 +95,9 @@ absl::Status Emitter::EmitWsConsumer(const ForStmt& f, const LoopRange& range,
   for (const CopyStmt* c : ring) {
     const Buf& b = bufs_.at(c->dst.name);
     absl::StatusOr<TmaCopy> t = MakeTmaCopy(
-        *c, ws_cluster_ > 1 && c->dst.name == ws_mc_tile_ ? b.dims[0] / 2 : 0);
+        *c, kp_.launch.cluster_x > 1 && c->dst.name == kp_.launch.multicast_tile
+                ? b.dims[0] / 2
+                : 0);
     if (!t.ok()) return t.status();
     t->ring_off = ring_offsets_.at(c->dst.name);
     t->slot = slot_bytes_.at(c->dst.name);
@@ -279,7 +122,7 @@ absl::Status Emitter::EmitWsConsumer(const ForStmt& f, const LoopRange& range,
     WaitFull(0, "kiln_slot", "kiln_it");
     PointRingAt(ring, "kiln_slot");
   };
-  // The tiles the producer loads per tile (ws_pre_tiles_) are free for
+  // The tiles the producer loads per tile (kp_.ws.preload_tiles) are free for
   // the next tile's loads once the last iteration's last statement reading
   // them has run (a gemm waits for its group at once in the plain fused
   // loop), or else once the loop is over; and at once if it runs no
@@ -288,26 +131,26 @@ absl::Status Emitter::EmitWsConsumer(const ForStmt& f, const LoopRange& range,
   for (size_t i = 0; i < stmts.size(); ++i) {
     std::set<std::string> r, w;
     AllAccesses(*stmts[i], &r, &w);
-    for (const std::string& n : ws_pre_tiles_) {
+    for (const std::string& n : kp_.ws.preload_tiles) {
       if (r.count(n) || w.count(n)) last_pre_read = i;
     }
   }
   auto body = [&]() -> absl::Status {
     for (size_t i = 0; i < stmts.size(); ++i) {
       KILN_GPU_RETURN_IF_ERROR(EmitStmt(*stmts[i], false));
-      if (!ws_pre_tiles_.empty() && ws_fused_ && i == last_pre_read) {
+      if (!kp_.ws.preload_tiles.empty() && kp_.ws.fused && i == last_pre_read) {
         ReleasePre(StrCat(v, " == kiln_hi - 1 && "));
       }
     }
     return absl::OkStatus();
   };
-  if (ws_fused_) {
+  if (kp_.ws.fused) {
     if (std::optional<Overlap> o = PlanOverlap(stmts, ring, v)) {
       // Each ring tile gets barriers of its own (group = its index in
       // `ring`), freed once the gemm reading it has completed.
       ws_groups_ = static_cast<int>(ring.size());
       KILN_GPU_RETURN_IF_ERROR(EmitOverlapped(*o, range, ring, S));
-      if (!ws_pre_tiles_.empty()) ReleasePre();
+      if (!kp_.ws.preload_tiles.empty()) ReleasePre();
       return absl::OkStatus();
     }
     // The body reads the gemms' results (softmax): each gemm waits for its
@@ -321,7 +164,7 @@ absl::Status Emitter::EmitWsConsumer(const ForStmt& f, const LoopRange& range,
     ReleaseEmpty(0, "kiln_slot");
     Line("++kiln_it;");
     Close();
-    if (!ws_pre_tiles_.empty()) {
+    if (!kp_.ws.preload_tiles.empty()) {
       ReleasePre(last_pre_read < stmts.size() ? "kiln_hi <= kiln_lo && " : "");
     }
     return absl::OkStatus();
@@ -356,7 +199,7 @@ absl::Status Emitter::EmitWsConsumer(const ForStmt& f, const LoopRange& range,
   // The last stage's wgmma have completed too: free it for the producer's
   // next tile.
   if (in_flight > 0) ReleaseEmpty(0, previous, "kiln_hi > kiln_lo && ");
-  if (!ws_pre_tiles_.empty()) ReleasePre();
+  if (!kp_.ws.preload_tiles.empty()) ReleasePre();
   // The gemms read ring slots only: nothing is owed a block barrier.
   pend_r_.clear();
   pend_w_.clear();
@@ -468,23 +311,10 @@ void Emitter::PlacePreSlots() {
   }
 }
 
-std::map<std::string, int> Emitter::TopLevelUsers() const {
-  std::map<std::string, int> users;
-  for (const Stmt& s : k_.body) {
-    if (std::holds_alternative<AllocStmt>(s.node)) continue;
-    std::set<std::string> r, w;
-    AllAccesses(s, &r, &w);
-    r.insert(w.begin(), w.end());
-    for (const std::string& n : r) ++users[n];
-  }
-  return users;
-}
-
 // Every buffer (any scope) a statement reads and writes.
 void Emitter::AllAccesses(const Stmt& s, std::set<std::string>* r,
                           std::set<std::string>* w) const {
-  const SharedPred all = [](const std::string&) { return true; };
-  Accesses(s, r, w, &all);
+  AllStmtAccesses(s, plan_, r, w);
 }
 
 std::optional<Emitter::Overlap> Emitter::PlanOverlap(
@@ -703,7 +533,7 @@ void Emitter::ReleaseEmpty(int group, const std::string& slot,
   // partner's producer multicasts into this block's slot): each
   // warpgroup's first warp arrives here, its second on the partner's.
   const std::string bar = StrCat("&kiln_empty[", BarIndex(group, slot), "]");
-  if (ws_cluster_ > 1) {
+  if (kp_.launch.cluster_x > 1) {
     Line(StrCat("if (", when, "threadIdx.x % 128 == 0) kiln::mbar_arrive(", bar,
                 ");"));
     Line(StrCat("if (", when, "threadIdx.x % 128 == 32) ",
@@ -721,8 +551,8 @@ void Emitter::ReleasePre(const std::string& when) {
 }
 
 std::string Emitter::TileLoopHead() const {
-  if (!Persistent()) return "{";
-  if (PairedWalk()) {
+  if (!kp_.launch.persistent) return "{";
+  if ((kp_.launch.walk == Walk::kMirroredPairsX)) {
     // Each block walks units of two tiles, x = g - 1 - p and then x = p
     // (kiln_t = 2 * unit + half); an odd extent's middle tile is its
     // unit's only one.
@@ -743,7 +573,7 @@ std::string Emitter::TileLoopHead() const {
   }
   // A cluster pair walks the grid of pairs (kiln_walk0 = ceil(grid0 / 2)
   // along x) in step; its blocks take x = 2 * pair + rank.
-  const bool pairs = ws_cluster_ > 1;
+  const bool pairs = kp_.launch.cluster_x > 1;
   std::string head =
       pairs ? "for (long long kiln_t = blockIdx.x / 2; kiln_t < kiln_walk0 * "
               "kiln_grid1 * kiln_grid2; kiln_t += gridDim.x / 2) {"
@@ -756,7 +586,7 @@ std::string Emitter::TileLoopHead() const {
     StrAppend(&head, " ", Mangle(k_.block_vars[d]), " = ", dims[d], ";");
   }
   // (With a rasterize, it places the pair first: EmitRasterize.)
-  if (pairs && ws_rasterize_.empty()) StrAppend(&head, " ", PairX());
+  if (pairs && kp_.ws.rasterize.empty()) StrAppend(&head, " ", PairX());
   return head;
 }
 
@@ -786,7 +616,7 @@ absl::Status Emitter::EmitProducer() {
   const int64_t bars = S * ws_groups_;
   Line(StrCat("__shared__ __align__(8) unsigned long long kiln_full[", bars,
               "], kiln_empty[", bars, "];"));
-  if (!ws_pre_.empty()) {
+  if (!kp_.ws.preloads.empty()) {
     Line(StrCat("constexpr int kiln_qslots = ", ws_pre_slots_, ";"));
     for (size_t i = 0; i < ws_pre_copies_.size(); ++i) {
       Line(StrCat("constexpr unsigned kiln_qoff", i, " = ",
@@ -799,15 +629,16 @@ absl::Status Emitter::EmitProducer() {
   Open("if (threadIdx.x == 0)");
   Open(StrCat("for (int kiln_s = 0; kiln_s < ", bars, "; ++kiln_s)"));
   Line("kiln::mbar_init(&kiln_full[kiln_s], 1);");
-  if (ws_cluster_ > 1) {
-    Line(StrCat("kiln::mbar_init(&kiln_empty[kiln_s], ", ws_cluster_ * T / 128,
+  if (kp_.launch.cluster_x > 1) {
+    Line(StrCat("kiln::mbar_init(&kiln_empty[kiln_s], ",
+                kp_.launch.cluster_x * T / 128,
                 ");  // one arrival per consumer warpgroup of the pair"));
   } else {
     Line(StrCat("kiln::mbar_init(&kiln_empty[kiln_s], ", T / 32,
                 ");  // one arrival per consumer warp"));
   }
   Close();
-  if (!ws_pre_.empty()) {
+  if (!kp_.ws.preloads.empty()) {
     Open("for (int kiln_s = 0; kiln_s < kiln_qslots; ++kiln_s)");
     Line("kiln::mbar_init(&kiln_qfull[kiln_s], 1);");
     Line(StrCat("kiln::mbar_init(&kiln_qempty[kiln_s], ", T / 32, ");"));
@@ -817,11 +648,11 @@ absl::Status Emitter::EmitProducer() {
   Close();
   // (A cluster pair's barriers are armed before either block's loads or
   // remote arrivals reach them.)
-  Line(ws_cluster_ > 1 ? "kiln::cluster_sync();" : "__syncthreads();");
+  Line(kp_.launch.cluster_x > 1 ? "kiln::cluster_sync();" : "__syncthreads();");
   const bool rebalance = T + 128 > 256;
   Open(StrCat("if (threadIdx.x >= ", T, ")"));
   const int64_t producer_regs =
-      ws_cluster_ > 1 ? kMulticastProducerRegs : kProducerRegs;
+      kp_.launch.cluster_x > 1 ? kMulticastProducerRegs : kProducerRegs;
   if (rebalance) Line(StrCat("kiln::regs_dec<", producer_regs, ">();"));
   // (With no TMA copies the loop kept its cp.async ring: nothing to do.)
   if (!ws_copies_.empty() || !ws_pre_copies_.empty()) {
@@ -833,7 +664,7 @@ absl::Status Emitter::EmitProducer() {
     if (!ws_pre_copies_.empty()) Line("int kiln_q = 0;  // tiles begun");
     Line(TileLoopHead());
     ++indent_;
-    for (const RasterizeStmt* r : ws_rasterize_) {
+    for (const RasterizeStmt* r : kp_.ws.rasterize) {
       KILN_GPU_RETURN_IF_ERROR(EmitRasterize(*r));
     }
   }
@@ -859,8 +690,14 @@ absl::Status Emitter::EmitProducer() {
   };
   if (!ws_copies_.empty()) {
     const std::string& v = ws_range_.var;
-    Line("const long long kiln_lo = " + ws_range_.start +
-         ", kiln_hi = " + ws_range_.stop + ";");
+    // (The planned bounds, lets resolved: the producer runs none of the
+    // consumers' statements.)
+    absl::StatusOr<std::string> lo = std::string("0LL");
+    if (kp_.ws.loop->start) lo = Index(kp_.ws.start);
+    if (!lo.ok()) return lo.status();
+    auto hi = Index(kp_.ws.stop);
+    if (!hi.ok()) return hi.status();
+    Line("const long long kiln_lo = " + *lo + ", kiln_hi = " + *hi + ";");
     Open(StrCat("for (long long ", v, " = kiln_lo; ", v, " < kiln_hi; ++", v,
                 ", ++kiln_it)"));
     Line(StrCat("const int kiln_slot = kiln_it % ", S, ";"));
@@ -906,7 +743,7 @@ absl::Status Emitter::EmitProducer() {
   }
   // (No block of a cluster pair leaves while the other may still arrive
   // on its barriers.)
-  if (ws_cluster_ > 1) Line("kiln::cluster_sync();");
+  if (kp_.launch.cluster_x > 1) Line("kiln::cluster_sync();");
   Line("return;");
   Close();
   if (rebalance) {

@@ -1,0 +1,196 @@
+// PlanWarpSpecialised and PlanPreloads (Hopper: TMA, mbarriers,
+// setmaxnreg). The emitter's side is codegen/gpu/tma_loop.cc.
+// 1. Names the producer can evaluate at the top of a tile: parameters,
+//    symbols, block indices (the loop's bounds are taken with their lets
+//    resolved, PlanLoops).
+// 2. The first top-level pipelined loop with 2 to 8 stages whose copies
+//    from tensors are whole tiles into wgmma operand tiles written by that
+//    copy alone (TMA boxes of at most 256 rows, starts the producer can
+//    evaluate, each copied before the body reads it), whose gemms
+//    accumulate into warpgroup registers, and whose other statements write
+//    no shared memory (the consumers pass no barrier per iteration; a row
+//    reduction across warps would go through shared scratch) becomes the
+//    ring. `fused`: the body does more than accumulate gemms.
+// 3. Preloads (persistent kernels): top-level copies before the loop, of
+//    the same kind, into tiles that no other top-level statement than the
+//    loop touches.
+#include <functional>
+
+#include "compiler/codegen/gpu/kernel_source_internal.h"
+#include "compiler/codegen/gpu/planners.h"
+#include "compiler/codegen/gpu/stmt_access.h"
+#include "compiler/codegen/metadata_writer.h"
+
+namespace kiln::compiler::gpu {
+
+namespace {
+
+bool UsesOnly(const Expr& e, const std::set<std::string>& allowed) {
+  std::set<std::string> used;
+  internal::ExprUses(e, &used);
+  for (const std::string& u : used) {
+    if (!allowed.count(u)) return false;
+  }
+  return true;
+}
+
+// Names the producer can evaluate at the top of the kernel.
+std::set<std::string> ProducerNames(const Kernel& k) {
+  std::set<std::string> allowed(k.block_vars.begin(), k.block_vars.end());
+  for (const Param& p : k.params) allowed.insert(p.name);
+  for (const std::string& s : DynamicSymbols(k)) allowed.insert(s);
+  return allowed;
+}
+
+// A copy the producer can issue as TMA loads: a whole tile of a tensor into
+// a wgmma operand tile written by it alone, its starts computed from
+// `names`.
+class TmaCopies {
+ public:
+  TmaCopies(const Kernel& k, const FragmentPlan& f) : f_(f) {
+    for (const Param& p : k.params) {
+      if (p.is_tensor) tensors_[p.name] = &p;
+    }
+    std::function<void(const Block&)> count = [&](const Block& b) {
+      for (const Stmt& s : b) {
+        if (auto* c = std::get_if<CopyStmt>(&s.node)) written_[c->dst.name]++;
+        if (auto* fs = std::get_if<ForStmt>(&s.node)) count(fs->body);
+        if (auto* i = std::get_if<IfStmt>(&s.node)) {
+          count(i->then_body);
+          count(i->else_body);
+        }
+      }
+    };
+    count(k.body);
+  }
+  bool FromTensor(const CopyStmt& c) const {
+    return tensors_.count(c.src.name) > 0;
+  }
+  bool Eligible(const CopyStmt& c, const std::set<std::string>& names) const {
+    auto t = f_.tiles.find(c.dst.name);
+    auto p = tensors_.find(c.src.name);
+    auto w = written_.find(c.dst.name);
+    if (p == tensors_.end() || !f_.wgmma_tiles.count(c.dst.name) ||
+        t == f_.tiles.end() || !internal::Whole(c.dst) || w == written_.end() ||
+        w->second != 1 || p->second->dtype != t->second.dtype ||
+        !internal::IsTileRegion(*p->second, c.src, t->second.dims) ||
+        t->second.dims[0] > 256) {
+      return false;
+    }
+    for (const Slice& sl : c.src.slices) {
+      if (sl.kind != Slice::Kind::kFull && !UsesOnly(sl.start, names)) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+ private:
+  const FragmentPlan& f_;
+  std::map<std::string, const Param*> tensors_;
+  std::map<std::string, int64_t> written_;
+};
+
+}  // namespace
+
+void PlanWarpSpecialised(const Kernel& k, const GpuDialect& dialect,
+                         KernelPlan* plan) {
+  const int64_t threads = plan->launch.threads;
+  if (!dialect.tma || threads % 128 != 0 || threads + 128 > 1024) return;
+  const FragmentPlan& frag = plan->fragments;
+  const std::set<std::string> allowed = ProducerNames(k);
+  const TmaCopies tma(k, frag);
+  const BufferPred in_smem = [&](const std::string& n) {
+    return InSharedMemory(frag, n);
+  };
+
+  auto eligible = [&](const LoopFacts& l, bool* fused,
+                      std::vector<std::string>* ring) {
+    const ForStmt& f = *l.loop;
+    auto stages = f.stages ? FoldInt(*f.stages) : std::nullopt;
+    if (!stages || *stages < 2 || *stages > 8) return false;
+    if (!UsesOnly(l.start, allowed) || !UsesOnly(l.stop, allowed)) {
+      return false;
+    }
+    std::set<std::string> names = allowed;
+    names.insert(f.var);
+    int copies = 0, gemms = 0, others = 0;
+    std::set<std::string> read;  // shared tiles read so far in the body
+    for (const Stmt& s : f.body) {
+      std::set<std::string> r, w;
+      StmtAccesses(s, frag, in_smem, &r, &w);
+      auto* c = std::get_if<CopyStmt>(&s.node);
+      if (c && tma.FromTensor(*c)) {
+        // (The stage's loads land before the body runs: a tile read
+        // earlier in the body than its copy would see the new data.)
+        if (read.count(c->dst.name) || !tma.Eligible(*c, names)) return false;
+        ring->push_back(c->dst.name);
+        ++copies;
+        continue;
+      }
+      read.insert(r.begin(), r.end());
+      if (auto* g = std::get_if<GemmStmt>(&s.node)) {
+        auto rf = frag.registers.find(g->c.name);
+        if (rf == frag.registers.end() || !rf->second.warpgroup) return false;
+        ++gemms;
+        if (g->clear_accum) ++others;
+        continue;
+      }
+      if (!w.empty()) return false;
+      if (auto* red = std::get_if<ReduceStmt>(&s.node)) {
+        auto rf = frag.registers.find(red->src.name);
+        if (rf != frag.registers.end() && rf->second.warps_n > 1) {
+          return false;
+        }
+      }
+      ++others;
+    }
+    *fused = others > 0;
+    return copies > 0 && gemms > 0;
+  };
+
+  WarpSpecialisedPlan& ws = plan->ws;
+  std::vector<const RasterizeStmt*> rasters;
+  size_t loop = 0;
+  for (const Stmt& s : k.body) {
+    if (auto* r = std::get_if<RasterizeStmt>(&s.node)) {
+      rasters.push_back(r);
+      continue;
+    }
+    auto* f = std::get_if<ForStmt>(&s.node);
+    if (!f) continue;
+    const LoopFacts& l = plan->loops[loop++];
+    if (f->loop != LoopKind::kPipelined) continue;
+    bool fused = false;
+    std::vector<std::string> ring;
+    if (!eligible(l, &fused, &ring)) continue;
+    ws.loop = f;
+    ws.stages = *FoldInt(*f->stages);
+    ws.fused = fused;
+    ws.consumer_warpgroups = static_cast<int>(threads / 128);
+    ws.start = l.start;
+    ws.stop = l.stop;
+    ws.ring_tiles = std::move(ring);
+    ws.rasterize = rasters;
+    return;
+  }
+}
+
+void PlanPreloads(const Kernel& k, KernelPlan* plan) {
+  WarpSpecialisedPlan& ws = plan->ws;
+  if (!ws.loop || !plan->launch.persistent) return;
+  const std::set<std::string> allowed = ProducerNames(k);
+  const TmaCopies tma(k, plan->fragments);
+  const std::map<std::string, int> users = TopLevelUsers(k, plan->fragments);
+  for (const Stmt& s : k.body) {
+    if (std::get_if<ForStmt>(&s.node) == ws.loop) break;
+    auto* c = std::get_if<CopyStmt>(&s.node);
+    auto u = c ? users.find(c->dst.name) : users.end();
+    if (c && u != users.end() && u->second == 2 && tma.Eligible(*c, allowed)) {
+      ws.preloads.insert(&s);
+      ws.preload_tiles.push_back(c->dst.name);
+    }
+  }
+}
+
+}  // namespace kiln::compiler::gpu

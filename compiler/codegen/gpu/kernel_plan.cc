@@ -1,0 +1,80 @@
+#include "compiler/codegen/gpu/kernel_plan.h"
+
+#include "compiler/ir/format.h"
+
+namespace kiln::compiler::gpu {
+
+std::string_view WalkName(Walk w) {
+  switch (w) {
+    case Walk::kGrid:
+      return "grid";
+    case Walk::kRasterised:
+      return "rasterised";
+    case Walk::kLongestFirstX:
+      return "longest-first-x";
+    case Walk::kMirroredPairsX:
+      return "mirrored-pairs-x";
+  }
+  return "grid";
+}
+
+namespace {
+
+std::string Join(const std::vector<std::string>& v) {
+  std::string s;
+  for (const std::string& x : v) s += (s.empty() ? "" : ", ") + x;
+  return s.empty() ? "none" : s;
+}
+
+}  // namespace
+
+std::string PrintPlan(const KernelPlan& p) {
+  std::string s;
+  const LaunchPlan& l = p.launch;
+  StrAppend(&s, "launch\n");
+  StrAppend(&s, "  threads         ", l.threads, " (launched ",
+            l.launch_threads, ")\n");
+  StrAppend(&s, "  persistent      ", l.persistent ? "yes" : "no", "\n");
+  StrAppend(&s, "  walk            ", WalkName(l.walk), "\n");
+  StrAppend(&s, "  cluster         ", l.cluster_x, " x 1 x 1");
+  if (!l.multicast_tile.empty()) {
+    StrAppend(&s, " (multicast ", l.multicast_tile, ")");
+  }
+  StrAppend(&s, "\n  min blocks/SM   ", l.min_blocks, "\n");
+  for (const LoopFacts& f : p.loops) {
+    // (Bounds are facts, not text: two spellings of one bound print the
+    // same.)
+    StrAppend(&s, "loop ", f.var, " (", LoopName(f.loop->loop),
+              ")\n  along x         start ", TrendName(f.start_along_x),
+              ", stop ", TrendName(f.stop_along_x), "\n");
+  }
+  const WarpSpecialisedPlan& ws = p.ws;
+  if (ws.loop) {
+    StrAppend(&s, "pipeline          warp-specialised TMA ring over loop ",
+              ws.loop->var, "\n");
+    StrAppend(&s, "  stages          ", ws.stages, "\n");
+    StrAppend(&s, "  body            ", ws.fused ? "fused" : "gemms only",
+              "\n");
+    StrAppend(&s, "  warpgroups      ", ws.consumer_warpgroups,
+              " consumer + 1 producer\n");
+    StrAppend(&s, "  ring tiles      ", Join(ws.ring_tiles), "\n");
+    StrAppend(&s, "  per-tile loads  ", Join(ws.preload_tiles), "\n");
+  } else {
+    StrAppend(&s, "pipeline          as written (no warp specialisation)\n");
+  }
+  StrAppend(&s, "epilogue          ",
+            p.epilogue.descriptions.empty() ? "as written"
+                                            : Join(p.epilogue.descriptions),
+            "\n");
+  StrAppend(&s, "shared memory     ",
+            p.shared.alias ? "tiles with disjoint lives share bytes"
+                           : "one region per tile",
+            "\n");
+  StrAppend(&s, "fragments\n");
+  for (const auto& [tile, layout] : p.fragments.Describe()) {
+    StrAppend(&s, "  ", tile, ": ", layout, "\n");
+  }
+  return s;
+}
+
+}  // namespace kiln::compiler::gpu

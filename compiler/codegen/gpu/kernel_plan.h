@@ -1,0 +1,112 @@
+// The decisions of GPU code generation for one specialised kernel, made by
+// the planning passes (plan_kernel.h) before anything is printed and read by
+// the emitter (kernel_source.h), which decides none of them itself:
+// fragment layouts, the launch and the order blocks walk the grid in, the
+// warp-specialised TMA pipeline (Hopper), cluster pairs, the epilogue path
+// and whether shared tiles share bytes. `kiln compile --print-plan` prints
+// it (PrintPlan); two spellings of one kernel give the same plan.
+#ifndef KILN_COMPILER_CODEGEN_GPU_KERNEL_PLAN_H_
+#define KILN_COMPILER_CODEGEN_GPU_KERNEL_PLAN_H_
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "compiler/codegen/gpu/fragment_plan.h"
+#include "compiler/codegen/gpu/trip_trend.h"
+#include "compiler/ir/ir.h"
+
+namespace kiln::compiler::gpu {
+
+// A top-level loop of the kernel body and the facts proven about it.
+struct LoopFacts {
+  const ForStmt* loop = nullptr;
+  std::string var;
+  // Its bounds with the lets before it resolved (trip_trend.h).
+  Expr start, stop;
+  Trend start_along_x = Trend::kConstant;
+  Trend stop_along_x = Trend::kConstant;
+};
+
+// The order blocks take the program's grid in.
+enum class Walk {
+  kGrid,            // blockIdx as launched
+  kRasterised,      // the program's rasterize(...) panels
+  kLongestFirstX,   // x decreasing: the longest blocks start first
+  kMirroredPairsX,  // persistent: x = g - 1 - p then x = p (equal pairs)
+};
+std::string_view WalkName(Walk w);
+
+struct LaunchPlan {
+  int64_t threads = 0;         // the program's threads(...)
+  int64_t launch_threads = 0;  // + a producer warpgroup when warp-specialised
+  // As many blocks as are resident walk the grid (a block's next tile is
+  // loaded while it finishes the one before).
+  bool persistent = false;
+  Walk walk = Walk::kGrid;
+  // Blocks per cluster along x (2: a pair sharing `multicast_tile`'s loads).
+  int cluster_x = 1;
+  std::string multicast_tile;
+  // __launch_bounds__' minimum blocks per multiprocessor.
+  int min_blocks = 1;
+};
+
+// A top-level pipelined loop run as a producer warpgroup issuing TMA loads
+// into an mbarrier ring and the program's threads consuming it (Hopper).
+struct WarpSpecialisedPlan {
+  const ForStmt* loop = nullptr;  // null: no warp specialisation
+  int64_t stages = 0;
+  // The body does more than accumulate wgmma gemms (attention): each gemm
+  // is waited for at once, each stage freed when its iteration ends.
+  bool fused = false;
+  int consumer_warpgroups = 0;
+  // The loop's bounds as the producer evaluates them (lets resolved).
+  Expr start, stop;
+  // The ring's tiles (destinations of the loop's copies), in body order.
+  std::vector<std::string> ring_tiles;
+  // Top-level copies before the loop into tiles only the loop reads: the
+  // producer loads them per tile (attention's Q).
+  std::set<const Stmt*> preloads;
+  std::vector<std::string> preload_tiles;
+  // The rasterize statements before the loop (the producer walks the same
+  // order).
+  std::vector<const RasterizeStmt*> rasterize;
+};
+
+// The kernel's output path.
+struct EpiloguePlan {
+  // First statements of `copy Acc -> X; copy X -> T[...]` pairs stored
+  // straight from the accumulator (X not allocated).
+  std::set<const Stmt*> staged_stores;
+  std::set<std::string> elided_tiles;
+  std::vector<std::string> descriptions;  // "acc_o -> O (Os elided)"
+};
+
+struct SharedPlan {
+  // Tiles with disjoint lives share bytes (no asynchronous reader behind
+  // the barriers: no warp specialisation, no wgmma).
+  bool alias = false;
+  // Each shared tile's life: the top-level statements using it.
+  std::map<std::string, std::pair<int, int>> lives;
+};
+
+struct KernelPlan {
+  FragmentPlan fragments;
+  std::vector<LoopFacts> loops;  // the body's top-level loops, in order
+  LaunchPlan launch;
+  WarpSpecialisedPlan ws;
+  EpiloguePlan epilogue;
+  SharedPlan shared;
+
+  bool WarpSpecialised() const { return ws.loop != nullptr; }
+};
+
+// The plan as text, one decision a line, naming tiles and loop variables
+// (no source locations, so equivalent spellings print the same).
+std::string PrintPlan(const KernelPlan& plan);
+
+}  // namespace kiln::compiler::gpu
+
+#endif  // KILN_COMPILER_CODEGEN_GPU_KERNEL_PLAN_H_

@@ -1,0 +1,40 @@
+#include "compiler/codegen/gpu/plan_kernel.h"
+
+#include "compiler/codegen/gpu/planners.h"
+#include "compiler/ir/const_fold.h"
+#include "compiler/ir/format.h"
+
+namespace kiln::compiler::gpu {
+
+absl::StatusOr<KernelPlan> PlanKernel(const Kernel& k,
+                                      const GpuDialect& dialect) {
+  auto threads = FoldInt(k.threads);
+  if (!threads || *threads < 1 || *threads > 1024) {
+    return absl::InvalidArgumentError(
+        StrCat(k.loc.line, ":", k.loc.col,
+               ": threads(...) must be a constant in 1..1024 after "
+               "specialisation"));
+  }
+  KernelPlan plan;
+  plan.launch.threads = *threads;
+  // 1. Where each tile lives and how fragments map to threads.
+  plan.fragments = PlanFragments(k, *threads, dialect);
+  // 2. Facts about the top-level loops (bounds resolved, trends proven).
+  PlanLoops(k, &plan);
+  // 3. The warp-specialised TMA ring (Hopper), which 4-7 build on.
+  if (dialect.tma) PlanWarpSpecialised(k, dialect, &plan);
+  // 4. Launch: persistence and the walk order.
+  PlanLaunch(k, dialect, &plan);
+  // 5-6. The producer's per-tile loads and cluster pairs (Hopper).
+  if (plan.WarpSpecialised()) {
+    PlanPreloads(k, &plan);
+    PlanCluster(k, &plan);
+  }
+  // 7. The epilogue path.
+  PlanEpilogue(k, dialect, &plan);
+  // 8. Shared tiles' lives and sharing.
+  PlanSharedLives(k, &plan);
+  return plan;
+}
+
+}  // namespace kiln::compiler::gpu

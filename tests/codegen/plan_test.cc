@@ -1,0 +1,309 @@
+// The GPU planning passes (compiler/codegen/gpu/planners.h), no toolchain
+// needed:
+// - the facts they decide from: loop bounds through lets, and how a bound
+//   moves along a block index, proven (composition, then the prover);
+// - each planner's decision on small programs;
+// - phrasing invariance: every spelling of one kernel in
+//   tests/codegen/phrasings/NAME/ (constant or symbolic shapes, let-bound or
+//   inline bounds, min(ceildiv) or ceildiv(min), and the Python DSL's IR of
+//   the TileLang wording, tests/python/goldens/) plans the same on every
+//   GPU target, and that plan matches plan_golden/NAME.TARGET.plan;
+// - plan goldens of the corpus GEMMs and attention kernels.
+// KILN_UPDATE_GOLDENS=1 rewrites the goldens instead of comparing.
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "compiler/codegen/gpu/kernel_plan.h"
+#include "compiler/codegen/gpu/trip_trend.h"
+#include "compiler/compile.h"
+#include "compiler/ir/parser.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/compiler/corpus_util.h"
+
+namespace kiln::compiler {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+const char* const kTargets[] = {"sm_80", "sm_90a", "gfx90a"};
+
+// The plan of the only (or named) kernel of `text` for `target`.
+absl::StatusOr<std::string> PlanOf(const std::string& text,
+                                   const std::string& target,
+                                   std::map<std::string, int64_t> bind = {},
+                                   const std::string& kernel = "") {
+  CompileOptions o;
+  o.target = target;
+  o.kernel = kernel;
+  o.bindings = std::move(bind);
+  o.plan_only = true;
+  auto k = Compile(text, o);
+  if (!k.ok()) return k.status();
+  return k->plan;
+}
+
+// ------------------------------------------------------------ facts
+
+// The first top-level loop's stop of `text`'s only kernel, resolved, and
+// how it moves along x.
+gpu::Trend StopTrend(const std::string& text) {
+  ParseResult parsed = Parse(text);
+  EXPECT_TRUE(parsed.ok()) << text;
+  if (parsed.program.kernels.empty()) return gpu::Trend::kUnknown;
+  const Kernel& k = parsed.program.kernels[0];
+  for (const Stmt& s : k.body) {
+    if (auto* f = std::get_if<ForStmt>(&s.node)) {
+      const Expr stop = gpu::ResolveLets(f->stop, gpu::TopLevelLets(k, &s));
+      return gpu::TrendAlongBlock(k, stop, k.block_vars[0]);
+    }
+  }
+  ADD_FAILURE() << "no loop";
+  return gpu::Trend::kUnknown;
+}
+
+std::string LoopKernel(const std::string& lets, const std::string& stop) {
+  return "kernel k(X: f32[S, 64]) grid(ceildiv(S, 64), 4) threads(64) (bx, "
+         "by) {\n  alloc fragment t: f32[64]\n" +
+         lets + "  for i in serial(" + stop +
+         ") {\n    copy X[bx * 64:+64, 0] -> t\n  }\n}\n";
+}
+
+TEST(TripTrendTest, ComposesMonotoneForms) {
+  using gpu::Trend;
+  EXPECT_EQ(StopTrend(LoopKernel("", "ceildiv(min(S, (bx + 1) * 64), 32)")),
+            Trend::kRising);
+  EXPECT_EQ(StopTrend(LoopKernel(
+                "", "min(ceildiv(S, 32), ceildiv((bx + 1) * 64, 32))")),
+            Trend::kRising);
+  EXPECT_EQ(StopTrend(LoopKernel("", "ceildiv(S, 32)")), Trend::kConstant);
+  EXPECT_EQ(StopTrend(LoopKernel("", "S - bx * 64")), Trend::kFalling);
+  EXPECT_EQ(StopTrend(LoopKernel("", "by + 3")), Trend::kConstant);
+}
+
+TEST(TripTrendTest, LetBoundBoundsResolve) {
+  using gpu::Trend;
+  EXPECT_EQ(
+      StopTrend(LoopKernel("  let n = min(ceildiv(S, 32), ceildiv((bx + 1) * "
+                           "64, 32))\n",
+                           "n")),
+      Trend::kRising);
+  // Chained lets, the later one over the earlier.
+  EXPECT_EQ(StopTrend(LoopKernel(
+                "  let hi = min(S, (bx + 1) * 64)\n  let n = ceildiv(hi, 32)\n",
+                "n")),
+            Trend::kRising);
+  EXPECT_EQ(StopTrend(LoopKernel("  let n = ceildiv(S, 32)\n", "n")),
+            Trend::kConstant);
+}
+
+TEST(TripTrendTest, TheProverDecidesWhatCompositionCannot) {
+  using gpu::Trend;
+  // (bx + 1) * 64 - bx * 32 rises, though it is a difference of two rising
+  // terms.
+  EXPECT_EQ(StopTrend(LoopKernel("", "(bx + 1) * 64 - bx * 32")),
+            Trend::kRising);
+  EXPECT_EQ(StopTrend(LoopKernel("", "bx * 32 - bx * 64 + S")),
+            Trend::kFalling);
+}
+
+TEST(TripTrendTest, DataDependentBoundsAreUnknown) {
+  const std::string text =
+      "kernel k(X: f32[S, 64], L: i32[S]) grid(ceildiv(S, 64)) threads(64) "
+      "(bx) {\n  alloc fragment t: f32[64]\n  let n = L[bx]\n  for i in "
+      "serial(n) {\n    copy X[bx * 64:+64, 0] -> t\n  }\n}\n";
+  EXPECT_EQ(StopTrend(text), gpu::Trend::kUnknown);
+}
+
+// ------------------------------------------------------------ planners
+
+// TileLang's causal attention (the DSL's IR, tests/python/goldens) with
+// `from` replaced by `to`.
+std::string Attention(const std::string& from = "",
+                      const std::string& to = "") {
+  std::string text =
+      testing::ReadFileOrDie(testing::TestDataDir().parent_path() / "python" /
+                             "goldens" / "attention_causal_tilelang.tile");
+  if (!from.empty()) {
+    EXPECT_TRUE(testing::ReplaceFirst(&text, from, to));
+  }
+  return text;
+}
+
+TEST(PlanKernelTest, TileLangCausalAttentionTakesTheHopperPath) {
+  auto plan = PlanOf(Attention(), "sm_90a");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_THAT(*plan, HasSubstr("warp-specialised TMA ring over loop k"));
+  EXPECT_THAT(*plan, HasSubstr("persistent      yes"));
+  EXPECT_THAT(*plan, HasSubstr("walk            mirrored-pairs-x"));
+  EXPECT_THAT(*plan, HasSubstr("along x         start constant, stop rising"));
+  EXPECT_THAT(*plan, HasSubstr("per-tile loads  Q_shared"));
+  EXPECT_THAT(*plan, HasSubstr("ring tiles      K_shared, V_shared"));
+  EXPECT_THAT(*plan,
+              HasSubstr("epilogue          acc_o -> Output (O_shared not "
+                        "allocated)"));
+  EXPECT_THAT(*plan, HasSubstr("threads         256 (launched 384)"));
+}
+
+TEST(PlanKernelTest, OneConsumerWarpgroupIsNotPersistentAndStartsLongestFirst) {
+  // The corpus wording, 64-row query tiles over one warpgroup.
+  auto plan = PlanOf(testing::ReadFileOrDie(testing::TestDataDir() / "corpus" /
+                                            "flash_attention_fwd.tile"),
+                     "sm_90a", {{"BM", 64}, {"BN", 64}, {"STAGES", 2}},
+                     "flash_attention_fwd_causal");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_THAT(*plan, HasSubstr("warp-specialised TMA ring"));
+  EXPECT_THAT(*plan, HasSubstr("warpgroups      1 consumer + 1 producer"));
+  EXPECT_THAT(*plan, HasSubstr("persistent      no"));
+  EXPECT_THAT(*plan, HasSubstr("walk            longest-first-x"));
+  EXPECT_THAT(*plan, HasSubstr("per-tile loads  none"));
+}
+
+TEST(PlanKernelTest, OneStageKeepsTheLoopAsWritten) {
+  auto plan = PlanOf(Attention("stages=2", "stages=1"), "sm_90a");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_THAT(*plan, HasSubstr("pipeline          as written"));
+  EXPECT_THAT(*plan, HasSubstr("walk            longest-first-x"));
+}
+
+TEST(PlanKernelTest, WithoutTmaTilesShareBytes) {
+  auto plan = PlanOf(Attention(), "sm_80");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_THAT(*plan, HasSubstr("pipeline          as written"));
+  EXPECT_THAT(*plan, HasSubstr("walk            longest-first-x"));
+  EXPECT_THAT(*plan, HasSubstr("tiles with disjoint lives share bytes"));
+  EXPECT_THAT(*plan, Not(HasSubstr("not allocated")));
+}
+
+TEST(PlanKernelTest, AStartMovingAlongXKeepsTheGridOrder) {
+  auto plan = PlanOf(Attention("pipelined(loop_range, stages=2)",
+                               "pipelined(bx, loop_range, stages=2)"),
+                     "sm_80");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_THAT(*plan, HasSubstr("start rising"));
+  EXPECT_THAT(*plan, HasSubstr("walk            grid"));
+}
+
+TEST(PlanKernelTest, TheCpuTargetHasNoPlan) {
+  auto plan = PlanOf(Attention(), "cpu");
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(plan.status().message()),
+              HasSubstr("GPU targets only"));
+}
+
+// ------------------------------------------------------------ phrasings
+
+// Every spelling of each kernel: phrasings/NAME/*.tile and the DSL's IR of
+// TileLang's wording.
+std::map<std::string, std::vector<fs::path>> Phrasings() {
+  const fs::path dsl =
+      testing::TestDataDir().parent_path() / "python" / "goldens";
+  const std::map<std::string, std::string> dsl_of = {
+      {"attention", "attention_tilelang.tile"},
+      {"attention_causal", "attention_causal_tilelang.tile"},
+      {"gemm", "gemm.tile"},
+      {"rmsnorm", "rms_norm.tile"},
+      {"softmax", "softmax.tile"},
+  };
+  std::map<std::string, std::vector<fs::path>> out;
+  for (const auto& [name, file] : dsl_of) {
+    const fs::path dir = fs::path(KILN_PHRASINGS_DIR) / name;
+    for (const auto& e : fs::directory_iterator(dir)) {
+      if (e.path().extension() == ".tile") out[name].push_back(e.path());
+    }
+    std::sort(out[name].begin(), out[name].end());
+    out[name].push_back(dsl / file);
+  }
+  return out;
+}
+
+TEST(PhrasingTest, EverySetHasFourSpellings) {
+  for (const auto& [name, files] : Phrasings()) {
+    EXPECT_GE(files.size(), 4u) << name;
+  }
+}
+
+class PhrasingInvarianceTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(PhrasingInvarianceTest, EverySpellingPlansTheSame) {
+  const std::string& name = GetParam();
+  const std::vector<fs::path> files = Phrasings().at(name);
+  for (const char* target : kTargets) {
+    SCOPED_TRACE(target);
+    std::string first;
+    for (const fs::path& f : files) {
+      auto plan = PlanOf(testing::ReadFileOrDie(f), target);
+      ASSERT_TRUE(plan.ok()) << f << ": " << plan.status();
+      if (first.empty()) {
+        first = *plan;
+        continue;
+      }
+      EXPECT_EQ(*plan, first) << f << " plans otherwise than " << files[0];
+    }
+    const fs::path golden = fs::path(KILN_PLAN_GOLDEN_DIR) /
+                            ("phrasing." + name + "." + target + ".plan");
+    if (testing::UpdateGoldens()) {
+      testing::WriteFileOrDie(golden, first);
+      continue;
+    }
+    EXPECT_EQ(first, testing::ReadFileOrDie(golden)) << "golden " << golden;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, PhrasingInvarianceTest,
+                         ::testing::Values("attention", "attention_causal",
+                                           "gemm", "rmsnorm", "softmax"));
+
+// ------------------------------------------------------------ corpus
+
+struct CorpusPlan {
+  std::string file, kernel;
+  std::map<std::string, int64_t> bind;
+};
+
+class CorpusPlanTest : public ::testing::TestWithParam<CorpusPlan> {};
+
+TEST_P(CorpusPlanTest, MatchesGolden) {
+  const CorpusPlan& c = GetParam();
+  const std::string text = testing::ReadFileOrDie(
+      testing::TestDataDir() / "corpus" / (c.file + ".tile"));
+  for (const char* target : kTargets) {
+    SCOPED_TRACE(target);
+    auto plan = PlanOf(text, target, c.bind, c.kernel);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    const fs::path golden = fs::path(KILN_PLAN_GOLDEN_DIR) /
+                            ("corpus." + c.kernel + "." + target + ".plan");
+    if (testing::UpdateGoldens()) {
+      testing::WriteFileOrDie(golden, *plan);
+      continue;
+    }
+    EXPECT_EQ(*plan, testing::ReadFileOrDie(golden)) << "golden " << golden;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Corpus, CorpusPlanTest,
+    ::testing::Values(
+        CorpusPlan{"gemm",
+                   "gemm",
+                   {{"BM", 128}, {"BN", 128}, {"BK", 64}, {"STAGES", 3}}},
+        CorpusPlan{"gemm_fp8",
+                   "gemm_fp8",
+                   {{"BM", 128}, {"BN", 192}, {"BK", 128}, {"STAGES", 4}}},
+        CorpusPlan{"flash_attention_fwd",
+                   "flash_attention_fwd_causal",
+                   {{"BM", 64}, {"BN", 64}, {"STAGES", 2}}},
+        CorpusPlan{"flash_attention_fwd",
+                   "flash_attention_fwd",
+                   {{"BM", 64}, {"BN", 64}, {"STAGES", 2}}}),
+    [](const ::testing::TestParamInfo<CorpusPlan>& info) {
+      return testing::TestNameOf(info.param.kernel);
+    });
+
+}  // namespace
+}  // namespace kiln::compiler
