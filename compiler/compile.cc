@@ -7,7 +7,7 @@
 #include "compiler/arith/prover.h"
 #include "compiler/codegen/cpu/cpu_codegen.h"
 #include "compiler/codegen/cuda/cuda_codegen.h"
-#include "compiler/codegen/gpu/plan_kernel.h"
+#include "compiler/codegen/gpu/kernel_plan.h"
 #include "compiler/codegen/hip/hip_codegen.h"
 #include "compiler/ir/canonical_hash.h"
 #include "compiler/ir/format.h"
@@ -15,6 +15,7 @@
 #include "compiler/ir/printer.h"
 #include "compiler/ir/verifier.h"
 #include "compiler/passes/pipeline.h"
+#include "compiler/target.h"
 
 namespace kiln::compiler {
 namespace {
@@ -50,13 +51,22 @@ absl::StatusOr<Kernel> FrontEnd(std::string_view source,
 }
 
 absl::StatusOr<std::string> Toolchain(const std::string& target) {
-  if (target == "cpu") return CpuToolchainIdentity();
-  if (IsCudaTarget(target)) return CudaToolchainIdentity(target);
-  if (IsHipTarget(target)) return HipToolchainIdentity(target);
-  return absl::InvalidArgumentError(
-      StrCat("unknown target '", target,
-             "'; this build compiles for: cpu, sm_80, sm_86, sm_89, sm_90, "
-             "sm_90a, gfx908, gfx90a, gfx942"));
+  const Target* t = FindTarget(target);
+  if (t == nullptr) {
+    // (Echoed at most in part: the name is client input.)
+    return absl::InvalidArgumentError(
+        StrCat("unknown target '", target.substr(0, 64),
+               "'; this build compiles for: ", TargetNames()));
+  }
+  switch (t->kind) {
+    case TargetKind::kCpu:
+      return CpuToolchainIdentity();
+    case TargetKind::kCuda:
+      return CudaToolchainIdentity(target);
+    case TargetKind::kHip:
+      return HipToolchainIdentity(target);
+  }
+  return absl::InternalError("target kind");
 }
 
 std::string KeyTextOf(const Kernel& k, const CompileOptions& options,
@@ -101,37 +111,55 @@ absl::Status PassError(const absl::Status& st, const std::string& file,
 
 std::string_view CompilerVersion() { return "kiln-0.1.0"; }
 
-absl::StatusOr<std::string> BinaryKeyText(std::string_view source,
-                                          const CompileOptions& options) {
-  auto kernel = FrontEnd(source, options);
-  if (!kernel.ok()) return kernel.status();
+absl::StatusOr<LoadedKernel> Load(std::string_view source,
+                                  const CompileOptions& options) {
+  const auto start = Clock::now();
   auto toolchain = Toolchain(options.target);
   if (!toolchain.ok()) return toolchain.status();
-  return KeyTextOf(*kernel, options, *toolchain);
+  auto kernel = FrontEnd(source, options);
+  if (!kernel.ok()) return kernel.status();
+  LoadedKernel out;
+  out.kernel = *std::move(kernel);
+  out.options = options;
+  out.toolchain = *std::move(toolchain);
+  out.key_text = KeyTextOf(out.kernel, options, out.toolchain);
+  out.key = Sha256Hex(out.key_text);
+  out.load_ms = MsSince(start);
+  return out;
+}
+
+absl::StatusOr<std::string> BinaryKeyText(std::string_view source,
+                                          const CompileOptions& options) {
+  auto loaded = Load(source, options);
+  if (!loaded.ok()) return loaded.status();
+  return std::move(loaded->key_text);
 }
 
 absl::StatusOr<std::string> BinaryKey(std::string_view source,
                                       const CompileOptions& options) {
-  auto text = BinaryKeyText(source, options);
-  if (!text.ok()) return text.status();
-  return Sha256Hex(*text);
+  auto loaded = Load(source, options);
+  if (!loaded.ok()) return loaded.status();
+  return std::move(loaded->key);
 }
 
 absl::StatusOr<CompiledKernel> Compile(std::string_view source,
                                        const CompileOptions& options) {
+  auto loaded = Load(source, options);
+  if (!loaded.ok()) return loaded.status();
+  return Compile(*loaded);
+}
+
+absl::StatusOr<CompiledKernel> Compile(const LoadedKernel& loaded) {
   const auto start = Clock::now();
+  const CompileOptions& options = loaded.options;
   CompiledKernel out;
   out.target = options.target;
-  auto toolchain = Toolchain(options.target);
-  if (!toolchain.ok()) return toolchain.status();
-  out.toolchain = *toolchain;
-
-  auto kernel = FrontEnd(source, options);
-  if (!kernel.ok()) return kernel.status();
-  out.timings.parse_verify_ms = MsSince(start);
-  out.name = kernel->name;
-  out.key_text = KeyTextOf(*kernel, options, out.toolchain);
-  out.key = Sha256Hex(out.key_text);
+  out.toolchain = loaded.toolchain;
+  out.timings.parse_verify_ms = loaded.load_ms;
+  out.name = loaded.kernel.name;
+  out.key_text = loaded.key_text;
+  out.key = loaded.key;
+  Kernel kernel = loaded.kernel;  // (the passes rewrite their own copy)
 
   const auto passes_start = Clock::now();
   Prover prover;
@@ -140,10 +168,10 @@ absl::StatusOr<CompiledKernel> Compile(std::string_view source,
   ctx.bindings = options.bindings;
   ctx.prover = &prover;
   absl::Status st = RunPipeline(
-      *kernel, ctx, options.print_ir_after_all ? &out.ir_dump : nullptr);
+      kernel, ctx, options.print_ir_after_all ? &out.ir_dump : nullptr);
   if (!st.ok()) return PassError(st, options.filename, out.name);
   out.timings.passes_ms = MsSince(passes_start);
-  out.lowered_ir = Print(*kernel);
+  out.lowered_ir = Print(kernel);
   out.prover_queries = prover.stats().queries;
   out.prover_z3_queries = prover.stats().z3_queries;
 
@@ -154,25 +182,22 @@ absl::StatusOr<CompiledKernel> Compile(std::string_view source,
                                           out.name, "': ", st.message()));
   };
   if (options.plan_only) {
-    const bool cuda = IsCudaTarget(options.target);
-    if (!cuda && !IsHipTarget(options.target)) {
+    if (ctx.gpu_plan == nullptr) {  // (GPU pipelines end with `plan`)
       return located(absl::InvalidArgumentError(
           StrCat("the ", options.target,
                  " target has no kernel plan (GPU targets only)")));
     }
-    auto plan = gpu::PlanKernel(
-        *kernel, cuda ? CudaDialect(options.target) : HipDialect());
-    if (!plan.ok()) return located(plan.status());
-    out.plan = gpu::PrintPlan(*plan);
+    out.plan = gpu::PrintPlan(*ctx.gpu_plan);
     out.timings.codegen_ms = MsSince(codegen_start);
-    out.timings.total_ms = MsSince(start);
+    out.timings.total_ms = loaded.load_ms + MsSince(start);
     return out;
   }
   if (IsCudaTarget(options.target)) {
     CudaCodegenOptions co;
     co.target = options.target;
     co.want_ptx = options.keep_ptx;
-    auto cuda = GenerateCuda(*kernel, co);
+    co.plan = ctx.gpu_plan.get();
+    auto cuda = GenerateCuda(kernel, co);
     if (!cuda.ok()) return located(cuda.status());
     out.binary = std::move(cuda->cubin);
     out.metadata = std::move(cuda->metadata);
@@ -184,7 +209,8 @@ absl::StatusOr<CompiledKernel> Compile(std::string_view source,
   } else if (IsHipTarget(options.target)) {
     HipCodegenOptions ho;
     ho.target = options.target;
-    auto hip = GenerateHip(*kernel, ho);
+    ho.plan = ctx.gpu_plan.get();
+    auto hip = GenerateHip(kernel, ho);
     if (!hip.ok()) return located(hip.status());
     out.binary = std::move(hip->code_object);
     out.metadata = std::move(hip->metadata);
@@ -193,14 +219,14 @@ absl::StatusOr<CompiledKernel> Compile(std::string_view source,
     out.plan = std::move(hip->plan);
     out.build_log = std::move(hip->hiprtc_log);
   } else {
-    auto artifact = GenerateCpu(*kernel, CpuCodegenOptions{});
+    auto artifact = GenerateCpu(kernel, CpuCodegenOptions{});
     if (!artifact.ok()) return located(artifact.status());
     out.binary = std::move(artifact->shared_object);
     out.metadata = std::move(artifact->metadata);
     out.llvm_ir = std::move(artifact->llvm_ir);
   }
   out.timings.codegen_ms = MsSince(codegen_start);
-  out.timings.total_ms = MsSince(start);
+  out.timings.total_ms = loaded.load_ms + MsSince(start);
   return out;
 }
 

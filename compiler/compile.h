@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "compiler/ir/ir.h"
 
 namespace kiln::compiler {
 
@@ -67,11 +68,33 @@ struct CompiledKernel {
   int prover_z3_queries = 0;
 };
 
-// Compiles one kernel of `source`. InvalidArgument (every diagnostic, as
-// FILE:LINE:COL lines) for invalid programs, unknown kernels, missing or bad
-// tunable values; Unimplemented (naming the op) for what the target cannot
-// lower; FailedPrecondition when the target's toolchain (NVRTC, hiprtc) is
-// not installed or too old for the target; Internal for back-end failures.
+// One kernel of a program, loaded: parsed, verified and chosen once, with
+// the binary key computed from it. The daemon looks the key up and, on a
+// miss, compiles the loaded kernel without parsing the text again.
+struct LoadedKernel {
+  Kernel kernel;
+  CompileOptions options;
+  std::string toolchain;  // the toolchain identity the key hashes
+  std::string key_text;   // BinaryKeyText
+  std::string key;        // its SHA-256 (hex)
+  double load_ms = 0;     // parse + verify
+};
+
+// Loads one kernel of `source` for `options` (its target, kernel and
+// bindings). InvalidArgument (every diagnostic, as FILE:LINE:COL lines) for
+// invalid programs, unknown targets and kernels; NotFound for a named
+// kernel the program lacks; FailedPrecondition when the target's toolchain
+// is not installed.
+absl::StatusOr<LoadedKernel> Load(std::string_view source,
+                                  const CompileOptions& options);
+
+// Compiles a loaded kernel. InvalidArgument (located) for missing or bad
+// tunable values and kernels the target cannot hold; Unimplemented (naming
+// the op) for what the target cannot lower; FailedPrecondition when the
+// toolchain is too old for the target; Internal for back-end failures.
+absl::StatusOr<CompiledKernel> Compile(const LoadedKernel& loaded);
+
+// Load, then Compile: every error of either.
 absl::StatusOr<CompiledKernel> Compile(std::string_view source,
                                        const CompileOptions& options);
 

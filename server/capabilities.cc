@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "compiler/codegen/hip/hip_codegen.h"
 #include "compiler/codegen/hip/hiprtc.h"
+#include "compiler/target.h"
 #include "runtime/cuda/cuda_device.h"
 #include "runtime/hip/hip_device.h"
 #include "runtime/hip/hip_driver.h"
@@ -111,11 +112,6 @@ absl::StatusOr<std::string> ProbeCudaDriverVersion() {
   return CudaVersionString(version);
 }
 
-// The CUDA targets of the back end (compiler/codegen/cuda) and the NVRTC
-// architecture each needs.
-constexpr std::pair<const char*, int> kCudaTargets[] = {
-    {"sm_80", 80}, {"sm_86", 86}, {"sm_89", 89}, {"sm_90", 90}, {"sm_90a", 90}};
-
 HostCapabilities ProbeHostCapabilities() {
   HostCapabilities caps;
   caps.server_version = ServerVersion();
@@ -128,10 +124,11 @@ HostCapabilities ProbeHostCapabilities() {
     std::vector<std::string> archs;
     for (int arch : nvrtc->archs) archs.push_back(absl::StrCat("sm_", arch));
     caps.toolchain_versions["nvrtc_archs"] = absl::StrJoin(archs, ",");
-    for (const auto& [target, arch] : kCudaTargets) {
-      if (std::find(nvrtc->archs.begin(), nvrtc->archs.end(), arch) !=
-          nvrtc->archs.end()) {
-        caps.targets.push_back({target, Target::Kind::kCuda});
+    for (const compiler::Target& t : compiler::AllTargets()) {
+      if (t.kind == compiler::TargetKind::kCuda &&
+          std::find(nvrtc->archs.begin(), nvrtc->archs.end(),
+                    t.compute_capability) != nvrtc->archs.end()) {
+        caps.targets.push_back({std::string(t.name), Target::Kind::kCuda});
       }
     }
   } else {
@@ -139,7 +136,9 @@ HostCapabilities ProbeHostCapabilities() {
   }
   // HIP targets: those this host's hiprtc can compile for (Debian 12's
   // ROCm 5.2 builds gfx908 and gfx90a, not gfx942).
-  for (const char* target : {"gfx908", "gfx90a", "gfx942"}) {
+  for (const compiler::Target& t : compiler::AllTargets()) {
+    if (t.kind != compiler::TargetKind::kHip) continue;
+    const std::string target(t.name);
     if (absl::Status s = compiler::CheckHipToolchain(target); s.ok()) {
       caps.targets.push_back({target, Target::Kind::kHip});
     } else {

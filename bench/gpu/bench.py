@@ -322,6 +322,48 @@ def bench_phrasing(rows):
                        best, flops, cudnn, "cuDNN", 3, 10)
 
 
+def bench_phrasing_rows(rows):
+    """The GEMM, softmax and RMSNorm of tests/codegen/phrasings in every
+    spelling (make_phrasings.sh), each timed in alternation with its torch
+    reference at the constant spelling's shape (GEMM f16 4096^3; softmax
+    f16 and RMSNorm bf16 16384 x 4096)."""
+    n = 4096
+    a = torch.randn(n, n, device="cuda", dtype=torch.float16)
+    b = torch.randn(n, n, device="cuda", dtype=torch.float16)
+    c = torch.empty(n, n, device="cuda", dtype=torch.float16)
+    x16 = torch.randn(16384, n, device="cuda", dtype=torch.float16)
+    y16 = torch.empty_like(x16)
+    xb = torch.randn(16384, n, device="cuda", dtype=torch.bfloat16)
+    wb = torch.randn(n, device="cuda", dtype=torch.bfloat16)
+    yb = torch.empty_like(xb)
+    moved = 2 * x16.numel() * 2  # bytes read + written
+    cases = (
+        ("gemm", (a, b, c), c, lambda: torch.matmul(a, b), "cuBLAS",
+         2 * n ** 3, GEMM_TOL),
+        ("softmax", (x16, y16), y16, lambda: torch.softmax(x16, -1),
+         "torch", moved * 1e3, 0.01),
+        ("rmsnorm", (xb, wb, yb), yb,
+         lambda: F.rms_norm(xb, (n,), wb, eps=1e-6), "torch", moved * 1e3,
+         0.05),
+    )
+    for name, args, out, ref_fn, ref_name, work, tol in cases:
+        ref = ref_fn()
+        for kern in kernels(f"ph_{name}"):
+            run = kern.launcher(*args)
+            out.fill_(float("nan"))
+            run()
+            torch.cuda.synchronize()
+            err = ((out.float() - ref.float()).abs().max() /
+                   ref.float().abs().max()).item()
+            best = pick(None, kern, median_ms(run, warm_ms=SWEEP_WARM_MS),
+                        err, tol, work, run)
+            if best is not None:
+                # (softmax / RMSNorm "TFLOP/s" columns: GB/s of the bytes
+                # read and written.)
+                paired_row(rows, f"{name} ({kern.name[len(name) + 4:]})",
+                           best, work, ref_fn, ref_name)
+
+
 def profile(picks):
     """One launch of each chosen kernel and of its reference, for Nsight
     Compute (ncu). `picks`: KIND=NAME words (KIND gemm: bf16 GEMM at 4096^3
@@ -372,6 +414,7 @@ def main():
         bench_attention(rows)
     if "phrasing" in what:
         bench_phrasing(rows)
+        bench_phrasing_rows(rows)
     gpu = torch.cuda.get_device_name()
     lines = [f"# Kiln GPU benchmark results", "",
              f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, {gpu}, torch {torch.__version__}, "

@@ -9,6 +9,9 @@
 #             name), at bench.py's shape: batch 4, 16 heads, 4096 tokens
 #   letsym    symbolic shapes with the bound let-bound
 #             (tests/codegen/phrasings)
+# and the GEMM (f16, 128x128x32 tiles, 3 stages), softmax (f16) and RMSNorm
+# (bf16) of tests/codegen/phrasings/NAME/*.tile, with the Python DSL's IR
+# (tests/python/goldens/) as spelling `dsl`: ph_NAME_SPELLING.
 # Usage: bench/gpu/make_phrasings.sh [path/to/kiln] [TARGET]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -43,4 +46,11 @@ PY
   src=tests/codegen/phrasings/attention$([ $c = causal ] && echo _causal || true)
   spelling=$([ $c = causal ] && echo symbolic_let_min_ceildiv || echo symbolic_let)
   build ph_${c}_letsym "$src/$spelling.tile"
+done
+for pair in gemm:gemm softmax:softmax rmsnorm:rms_norm; do
+  name=${pair%%:*}
+  build ph_${name}_dsl tests/python/goldens/${pair#*:}.tile
+  for f in tests/codegen/phrasings/$name/*.tile; do
+    build ph_${name}_$(basename "$f" .tile) "$f"
+  done
 done

@@ -15,6 +15,7 @@
 #include "client/cli/source_file.h"
 #include "compiler/compile.h"
 #include "compiler/ir/parser.h"
+#include "compiler/target.h"
 
 namespace kiln::cli {
 namespace {
@@ -139,13 +140,16 @@ void RegisterCompileCommand(CLI::App& app) {
       "Compile one kernel (through kilnd when it runs, else in process) and "
       "report its key");
   cmd->add_option("file", args->file, "Tile-IR file (.tile)")->required();
+  std::vector<std::string> targets;
+  for (const compiler::Target& t : compiler::AllTargets()) {
+    targets.emplace_back(t.name);
+  }
   cmd->add_option("--target", args->target,
-                  "Target: cpu, sm_80, sm_86, sm_89, sm_90, sm_90a (CUDA "
-                  "targets need NVRTC, not a GPU), gfx908, gfx90a, gfx942 "
-                  "(HIP targets need hiprtc from libamdhip64, not a GPU; "
-                  "gfx942 needs ROCm 6.0 or newer)")
-      ->check(CLI::IsMember({"cpu", "sm_80", "sm_86", "sm_89", "sm_90",
-                             "sm_90a", "gfx908", "gfx90a", "gfx942"}));
+                  "Target: " + compiler::TargetNames() +
+                      " (CUDA targets need NVRTC, HIP targets hiprtc from "
+                      "libamdhip64, not a GPU; gfx942 needs ROCm 6.0 or "
+                      "newer)")
+      ->check(CLI::IsMember(targets));
   cmd->add_option("--kernel", args->kernel,
                   "Which kernel (needed when the file has several)");
   cmd->add_option("-D", args->defines,

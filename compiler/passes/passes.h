@@ -19,6 +19,9 @@
 namespace kiln::compiler {
 
 class Prover;
+namespace gpu {
+struct KernelPlan;
+}
 
 // What the passes know about the compile beyond the kernel itself.
 struct PassContext {
@@ -31,6 +34,9 @@ struct PassContext {
   // Fragment layouts decided by layout inference, by fragment name, in a
   // printable form.
   std::map<std::string, std::string> layouts;
+  // GPU targets: the kernel plan the `plan` pass made (it points into the
+  // kernel, which no later pass changes); the back end renders it.
+  std::shared_ptr<const gpu::KernelPlan> gpu_plan;
 };
 
 class Pass {
@@ -64,7 +70,9 @@ std::unique_ptr<Pass> CreatePipelineLoopsPass();
 // code generator. Layout inference plans register (matrix-instruction
 // accumulator) and shared-memory fragments with the target's dialect;
 // pipeline-loops checks stage counts and keeps the loops.
-std::unique_ptr<Pass> CreateGpuLayoutInferencePass();
+// GPU targets: checks the block size, then runs the planning passes
+// (codegen/gpu/plan_kernel.h) into ctx.gpu_plan and ctx.layouts.
+std::unique_ptr<Pass> CreateGpuPlanPass();
 std::unique_ptr<Pass> CreateGpuPipelineLoopsPass();
 
 }  // namespace kiln::compiler

@@ -1,5 +1,7 @@
 #include "compiler/passes/pipeline.h"
 
+#include "absl/strings/str_split.h"
+#include "compiler/codegen/gpu/kernel_plan.h"
 #include "compiler/ir/format.h"
 #include "compiler/ir/printer.h"
 
@@ -11,8 +13,9 @@ std::vector<std::unique_ptr<Pass>> BuildPipeline(const std::string& target) {
   if (target.rfind("sm_", 0) == 0 || target.rfind("gfx", 0) == 0) {
     // CUDA and HIP: the code generator lowers tile ops itself
     // (codegen/gpu/, with codegen/cuda/ or codegen/hip/).
-    passes.push_back(CreateGpuLayoutInferencePass());
+    // (The plan points into the kernel: it comes last.)
     passes.push_back(CreateGpuPipelineLoopsPass());
+    passes.push_back(CreateGpuPlanPass());
     return passes;
   }
   passes.push_back(CreateLayoutInferencePass());
@@ -31,9 +34,15 @@ absl::Status RunPipeline(Kernel& kernel, PassContext& ctx,
     }
     if (ir_dump) {
       StrAppend(ir_dump, "// ----- after ", pass->name(), " -----\n");
-      if (pass->name() == "layout-inference") {
+      if (pass->name() == "layout-inference" || pass->name() == "plan") {
         for (const auto& [tile, layout] : ctx.layouts) {
           StrAppend(ir_dump, "// layout ", tile, ": ", layout, "\n");
+        }
+      }
+      if (pass->name() == "plan" && ctx.gpu_plan) {
+        for (absl::string_view line : absl::StrSplit(
+                 gpu::PrintPlan(*ctx.gpu_plan), '\n', absl::SkipEmpty())) {
+          StrAppend(ir_dump, "// plan ", line, "\n");
         }
       }
       StrAppend(ir_dump, Print(kernel));

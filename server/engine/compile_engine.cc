@@ -13,10 +13,9 @@ namespace kiln::server {
 struct CompileEngine::Flight {
   std::string key;
   cache::Digest digest;
-  std::string source;
-  compiler::CompileOptions options;
-  absl::Time limit;  // compile_time_limit after it was queued
-  int waiters = 0;   // requests waiting for it
+  compiler::LoadedKernel loaded;  // parsed and verified once
+  absl::Time limit;               // compile_time_limit after it was queued
+  int waiters = 0;                // requests waiting for it
   bool started = false;
   bool done = false;
   absl::StatusOr<KernelHandle> result = absl::UnknownError("not finished");
@@ -111,7 +110,11 @@ absl::StatusOr<std::unique_ptr<CompileEngine>> CompileEngine::Create(
         absl::StrCat("max_queued_compiles must be at least 1, got ",
                      options.max_queued_compiles));
   }
-  if (!options.compile_fn) options.compile_fn = compiler::Compile;
+  if (!options.compile_fn) {
+    options.compile_fn = [](const compiler::LoadedKernel& k) {
+      return compiler::Compile(k);
+    };
+  }
   return std::unique_ptr<CompileEngine>(
       new CompileEngine(cache, std::move(options)));
 }
@@ -194,10 +197,13 @@ absl::StatusOr<KernelHandle> CompileEngine::DoCompile(
     ++stats_.memory_hits;
     return h;
   }
-  compiler::CompileOptions copts = ToCompileOptions(request);
-  absl::StatusOr<std::string> key = compiler::BinaryKey(request.ir_text, copts);
-  if (!key.ok()) return key.status();
-  absl::StatusOr<cache::Digest> digest = cache::Digest::Parse(*key);
+  // The program is parsed and verified once: the key comes from the loaded
+  // kernel, and a miss compiles it without reading the text again.
+  absl::StatusOr<compiler::LoadedKernel> loaded =
+      compiler::Load(request.ir_text, ToCompileOptions(request));
+  if (!loaded.ok()) return loaded.status();
+  const std::string key = loaded->key;
+  absl::StatusOr<cache::Digest> digest = cache::Digest::Parse(key);
   if (!digest.ok()) {
     return absl::InternalError(absl::StrCat("compiler gave a malformed key: ",
                                             digest.status().message()));
@@ -218,7 +224,7 @@ absl::StatusOr<KernelHandle> CompileEngine::DoCompile(
   }
   ++stats_.misses;
   std::shared_ptr<Flight> flight;
-  auto it = flights_.find(*key);
+  auto it = flights_.find(key);
   if (it != flights_.end()) {
     flight = it->second;
     ++stats_.single_flight_joins;
@@ -229,12 +235,11 @@ absl::StatusOr<KernelHandle> CompileEngine::DoCompile(
                        "; the limit is ", options_.max_queued_compiles, ")"));
     }
     flight = std::make_shared<Flight>();
-    flight->key = *key;
+    flight->key = key;
     flight->digest = *digest;
-    flight->source = request.ir_text;
-    flight->options = std::move(copts);
+    flight->loaded = *std::move(loaded);
     flight->limit = absl::Now() + options_.compile_time_limit;
-    flights_.emplace(*key, flight);
+    flights_.emplace(key, flight);
     queue_.push_back(flight);
     ++pending_jobs_;
   }
@@ -266,16 +271,16 @@ absl::StatusOr<KernelHandle> CompileEngine::DoCompile(
       Finish(flight, absl::CancelledError("compile cancelled"));
     }
     return absl::CancelledError(absl::StrCat(
-        "request cancelled while waiting for the compile of ", *key));
+        "request cancelled while waiting for the compile of ", key));
   }
   if (!flight->done) {
     if (absl::Now() < flight->limit) {
       // Only this caller gives up; the compile goes on for the others.
       return absl::DeadlineExceededError(absl::StrCat(
-          "deadline passed while waiting for the compile of ", *key));
+          "deadline passed while waiting for the compile of ", key));
     }
     Finish(flight, absl::DeadlineExceededError(absl::StrCat(
-                       "compile of ", *key, " exceeded the time limit of ",
+                       "compile of ", key, " exceeded the time limit of ",
                        absl::FormatDuration(options_.compile_time_limit))));
   }
   absl::StatusOr<KernelHandle> result = flight->result;
@@ -393,7 +398,7 @@ void CompileEngine::RunFlight(std::shared_ptr<Flight> flight) {
     }
     const absl::Time start = absl::Now();
     absl::StatusOr<compiler::CompiledKernel> compiled =
-        options_.compile_fn(flight->source, flight->options);
+        options_.compile_fn(flight->loaded);
     const double ms = absl::ToDoubleMilliseconds(absl::Now() - start);
     if (!compiled.ok()) {
       result = compiled.status();

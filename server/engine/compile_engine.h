@@ -95,9 +95,10 @@ struct CompileEngineOptions {
   // dropped first (0: no memory tier). A memory hit skips parsing the
   // program and reading the cache.
   size_t memory_cache_bytes = 256 << 20;
-  // The compiler, replaceable for tests; compiler::Compile if empty.
+  // The compiler, replaceable for tests; compiler::Compile if empty. It
+  // gets the kernel as loaded for the key (parsed and verified once).
   std::function<absl::StatusOr<compiler::CompiledKernel>(
-      std::string_view, const compiler::CompileOptions&)>
+      const compiler::LoadedKernel&)>
       compile_fn;
 };
 

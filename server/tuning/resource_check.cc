@@ -4,6 +4,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "compiler/target.h"
 #include "runtime/kernel_metadata.h"
 
 namespace kiln::server::tuning {
@@ -16,21 +17,13 @@ struct Limits {
   int64_t threads_per_block = 1024;
 };
 
-// Per architecture; false for the CPU and unknown targets.
+// Per architecture, from the target table; false for the CPU and unknown
+// targets. (HIP metadata carries no register count yet.)
 bool LimitsOf(const std::string& target, Limits* limits) {
-  if (absl::StartsWith(target, "sm_90")) {
-    *limits = {227 * 1024};
-  } else if (target == "sm_80" || target == "sm_87") {
-    *limits = {163 * 1024};
-  } else if (target == "sm_86" || target == "sm_89") {
-    *limits = {99 * 1024};
-  } else if (absl::StartsWith(target, "gfx9")) {
-    // 64 KiB of LDS per workgroup; 512 VGPRs (arch + accumulation) per lane
-    // on gfx90a. HIP metadata carries no register count yet.
-    *limits = {64 * 1024, 512, 512 * 1024};
-  } else {
-    return false;
-  }
+  const compiler::Target* t = compiler::FindTarget(target);
+  if (t == nullptr || t->kind == compiler::TargetKind::kCpu) return false;
+  *limits = {t->max_shared_bytes, t->max_registers_per_thread,
+             t->max_registers_per_block, t->max_threads_per_block};
   return true;
 }
 

@@ -188,6 +188,25 @@ TEST(PlanKernelTest, AStartMovingAlongXKeepsTheGridOrder) {
   EXPECT_THAT(*plan, HasSubstr("walk            grid"));
 }
 
+TEST(PlanKernelTest, PrintIrAfterAllShowsThePlanAsTheLastPass) {
+  CompileOptions o;
+  o.target = "sm_90a";
+  o.plan_only = true;
+  o.print_ir_after_all = true;
+  auto k = Compile(Attention(), o);
+  ASSERT_TRUE(k.ok()) << k.status();
+  const size_t after = k->ir_dump.find("// ----- after plan -----");
+  ASSERT_NE(after, std::string::npos) << k->ir_dump;
+  EXPECT_GT(after, k->ir_dump.find("// ----- after pipeline-loops -----"));
+  EXPECT_NE(
+      k->ir_dump.find("// plan   walk            mirrored-pairs-x", after),
+      std::string::npos);
+  EXPECT_NE(k->ir_dump.find("// layout acc_o: registers", after),
+            std::string::npos);
+  // The printed plan is the one --print-plan shows.
+  EXPECT_THAT(k->plan, HasSubstr("walk            mirrored-pairs-x"));
+}
+
 TEST(PlanKernelTest, TheCpuTargetHasNoPlan) {
   auto plan = PlanOf(Attention(), "cpu");
   ASSERT_FALSE(plan.ok());

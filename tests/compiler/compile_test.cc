@@ -32,6 +32,31 @@ TEST(CompileTest, ProducesASharedObjectAndMetadata) {
   EXPECT_GT(k->timings.total_ms, 0);
 }
 
+TEST(CompileTest, ALoadedKernelGivesTheKeyAndCompilesWithoutTheText) {
+  auto loaded = Load(kScale, Options(64));
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  auto key = BinaryKey(kScale, Options(64));
+  ASSERT_TRUE(key.ok()) << key.status();
+  EXPECT_EQ(loaded->key, *key);
+  EXPECT_EQ(loaded->key_text, *BinaryKeyText(kScale, Options(64)));
+  EXPECT_EQ(loaded->kernel.name, "scale");
+  auto from_loaded = Compile(*loaded);
+  ASSERT_TRUE(from_loaded.ok()) << from_loaded.status();
+  auto from_text = Compile(kScale, Options(64));
+  ASSERT_TRUE(from_text.ok()) << from_text.status();
+  EXPECT_EQ(from_loaded->key, *key);
+  EXPECT_EQ(from_loaded->metadata, from_text->metadata);
+  EXPECT_EQ(from_loaded->lowered_ir, from_text->lowered_ir);
+  // A binding error is the compile's (the passes'), not the load's.
+  CompileOptions unbound = Options(64);
+  unbound.bindings.clear();
+  auto bad = Load(kScale, unbound);
+  ASSERT_TRUE(bad.ok()) << bad.status();
+  auto compiled = Compile(*bad);
+  ASSERT_FALSE(compiled.ok());
+  EXPECT_EQ(compiled.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST(CompileTest, KeyDependsOnBindingsNotOnSpelling) {
   auto a = BinaryKey(kScale, Options(64));
   auto b = BinaryKey(kScale, Options(128));

@@ -53,11 +53,12 @@ struct FakeCompiler {
   std::atomic<int> running{0};
   std::atomic<int> peak{0};
 
-  std::function<absl::StatusOr<compiler::CompiledKernel>(
-      std::string_view, const compiler::CompileOptions&)>
+  std::function<
+      absl::StatusOr<compiler::CompiledKernel>(const compiler::LoadedKernel&)>
   Fn() {
-    return [this](std::string_view, const compiler::CompileOptions& o)
+    return [this](const compiler::LoadedKernel& l)
                -> absl::StatusOr<compiler::CompiledKernel> {
+      const compiler::CompileOptions& o = l.options;
       ++calls;
       int now = ++running;
       int prev = peak.load();
@@ -152,13 +153,12 @@ TEST_F(EngineTest, CompilesThenHitsTheLocalCache) {
 TEST_F(EngineTest, SixtyFourConcurrentRequestsCompileOnce) {
   std::atomic<int> calls{0};
   CompileEngineOptions options;
-  options.compile_fn = [&calls](std::string_view source,
-                                const compiler::CompileOptions& o) {
+  options.compile_fn = [&calls](const compiler::LoadedKernel& l) {
     ++calls;
     // Long enough for every thread to miss the cache and join, even on a
     // loaded machine.
     absl::SleepFor(absl::Milliseconds(200));
-    return compiler::Compile(source, o);
+    return compiler::Compile(l);
   };
   auto engine = Engine(options);
   constexpr int kThreads = 64;
@@ -191,8 +191,7 @@ TEST_F(EngineTest, SixtyFourConcurrentRequestsCompileOnce) {
 TEST_F(EngineTest, ConcurrentRequestsShareOneError) {
   std::atomic<int> calls{0};
   CompileEngineOptions options;
-  options.compile_fn = [&calls](std::string_view,
-                                const compiler::CompileOptions&)
+  options.compile_fn = [&calls](const compiler::LoadedKernel&)
       -> absl::StatusOr<compiler::CompiledKernel> {
     ++calls;
     absl::SleepFor(absl::Milliseconds(100));

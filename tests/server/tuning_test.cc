@@ -108,7 +108,7 @@ class AutotunerTest : public ::testing::Test {
 
   // (Re)creates the engine and tuner; `compile_fn` replaces the compiler.
   void Open(std::function<absl::StatusOr<compiler::CompiledKernel>(
-                std::string_view, const compiler::CompileOptions&)>
+                const compiler::LoadedKernel&)>
                 compile_fn,
             bool cpu_reference_always = false) {
     tuner_.reset();
@@ -332,12 +332,12 @@ TEST_F(AutotunerTest, TheCpuReferenceCatchesAWrongFirstCandidate) {
 }
 
 TEST_F(AutotunerTest, CandidatesThatDoNotCompileArePrunedWithTheReason) {
-  Open([](std::string_view source, const compiler::CompileOptions& o)
+  Open([](const compiler::LoadedKernel& l)
            -> absl::StatusOr<compiler::CompiledKernel> {
-    if (o.bindings.at("B") == 128) {
+    if (l.options.bindings.at("B") == 128) {
       return absl::InvalidArgumentError("scale.tile:3:3: error: too big");
     }
-    return compiler::Compile(source, o);
+    return compiler::Compile(l);
   });
   ASSERT_TRUE(Tune(Request(Scale3())).ok());
   EXPECT_EQ(Candidate("B=128").status(), kiln::v1::CANDIDATE_STATUS_PRUNED);
@@ -350,10 +350,10 @@ TEST_F(AutotunerTest, CandidatesThatDoNotCompileArePrunedWithTheReason) {
 TEST_F(AutotunerTest, SpillingCandidatesArePrunedUnlessAllSpill) {
   // The compiler reports spills (a ptxas record) for `spilling` values.
   std::set<int64_t> spilling = {64};
-  Open([&spilling](std::string_view source, const compiler::CompileOptions& o)
+  Open([&spilling](const compiler::LoadedKernel& l)
            -> absl::StatusOr<compiler::CompiledKernel> {
-    absl::StatusOr<compiler::CompiledKernel> k = compiler::Compile(source, o);
-    if (k.ok() && spilling.count(o.bindings.at("B"))) {
+    absl::StatusOr<compiler::CompiledKernel> k = compiler::Compile(l);
+    if (k.ok() && spilling.count(l.options.bindings.at("B"))) {
       k->metadata +=
           "ptxas registers 255 spill-stores 32 spill-loads 32 stack 32 "
           "static-shared 0\n";

@@ -4,22 +4,13 @@
 #include "compiler/codegen/cuda/nvrtc.h"
 #include "compiler/codegen/gpu/render.h"
 #include "compiler/ir/format.h"
+#include "compiler/target.h"
 
 namespace kiln::compiler {
-namespace {
-
-// Opt-in dynamic shared memory per block, by architecture.
-int64_t MaxSharedBytes(std::string_view arch) {
-  if (arch == "sm_80") return 163 * 1024;
-  if (arch == "sm_90" || arch == "sm_90a") return 227 * 1024;
-  return 99 * 1024;  // sm_86, sm_89
-}
-
-}  // namespace
 
 bool IsCudaTarget(std::string_view t) {
-  return t == "sm_80" || t == "sm_86" || t == "sm_89" || t == "sm_90" ||
-         t == "sm_90a";
+  const Target* target = FindTarget(t);
+  return target != nullptr && target->kind == TargetKind::kCuda;
 }
 
 std::string CudaArch(std::string_view t) { return std::string(t); }
@@ -41,14 +32,16 @@ const gpu::GpuDialect& CudaDialect(std::string_view target) {
     x->acc_pair_stores = true;
     return x;
   }();
+  // Targets with wgmma and TMA (the target table's sm_90a).
   static const gpu::GpuDialect* hopper = [] {
     auto* x = new gpu::GpuDialect(*d);
     x->warpgroup_mma = true;
     x->tma = true;
-    x->max_shared_bytes = MaxSharedBytes("sm_90a");
+    x->max_shared_bytes = FindTarget("sm_90a")->max_shared_bytes;
     return x;
   }();
-  return target == "sm_90a" ? *hopper : *d;
+  const Target* t = FindTarget(target);
+  return t != nullptr && t->warpgroup_mma && t->tma ? *hopper : *d;
 }
 
 absl::StatusOr<std::string> CudaToolchainIdentity(std::string_view target) {
@@ -64,12 +57,13 @@ absl::StatusOr<CudaArtifact> GenerateCudaSource(const Kernel& k,
     return absl::InvalidArgumentError("not a CUDA target: " + o.target);
   }
   const std::string arch = CudaArch(o.target);
+  const Target& t = *FindTarget(o.target);
   gpu::RenderOptions ro;
   ro.target = o.target;
   ro.arch = arch;
-  ro.max_shared_bytes = MaxSharedBytes(arch);
-  if (arch != "sm_90" && arch != "sm_90a")
-    ro.clusters_need = "thread block clusters (sm_90)";
+  ro.max_shared_bytes = t.max_shared_bytes;
+  if (!t.clusters) ro.clusters_need = "thread block clusters (sm_90)";
+  ro.plan = o.plan;
   auto r = gpu::RenderKernel(k, CudaDialect(o.target), ro);
   if (!r.ok()) return r.status();
   CudaArtifact out;

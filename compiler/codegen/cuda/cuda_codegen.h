@@ -31,6 +31,8 @@ const gpu::GpuDialect& CudaDialect(std::string_view target);
 struct CudaCodegenOptions {
   std::string target = "sm_80";
   bool want_ptx = false;  // keep the PTX (kiln compile --emit ptx)
+  // The kernel's plan from the pipeline (gpu/render.h); null: planned here.
+  const gpu::KernelPlan* plan = nullptr;
 };
 
 // The rendered kernel (source: the generated CUDA C++; entry, metadata,

@@ -20,9 +20,12 @@ absl::StatusOr<RenderedKernel> RenderKernel(const Kernel& k,
                  o.clusters_need, "; the target is ", o.target));
     }
   }
-  auto planned = PlanKernel(k, dialect);
-  if (!planned.ok()) return planned.status();
-  const KernelPlan& plan = *planned;
+  absl::StatusOr<KernelPlan> planned;
+  if (o.plan == nullptr) {
+    planned = PlanKernel(k, dialect);
+    if (!planned.ok()) return planned.status();
+  }
+  const KernelPlan& plan = o.plan != nullptr ? *o.plan : *planned;
   auto src = EmitKernelSource(k, plan, dialect);
   if (!src.ok()) return src.status();
   if (src->shared_bytes + src->static_shared_bytes > o.max_shared_bytes) {

@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "compiler/codegen/gpu/gpu_dialect.h"
+#include "compiler/codegen/gpu/kernel_plan.h"
 #include "compiler/ir/ir.h"
 
 namespace kiln::compiler::gpu {
@@ -22,6 +23,9 @@ struct RenderOptions {
   // Empty when the target has thread block clusters; else what cluster(...)
   // needs, for the error ("thread block clusters (sm_90)").
   std::string clusters_need;
+  // The kernel's plan, made by the pipeline's `plan` pass for this very
+  // kernel (it points into it); null: planned here.
+  const KernelPlan* plan = nullptr;
 };
 
 struct RenderedKernel {

@@ -6,30 +6,15 @@
 #include "compiler/codegen/hip/device_headers.h"
 #include "compiler/codegen/hip/hiprtc.h"
 #include "compiler/ir/format.h"
+#include "compiler/target.h"
 
 namespace kiln::compiler {
 namespace {
 
-// LDS per workgroup on gfx9 (MI100, MI200, MI300).
-constexpr int64_t kMaxLdsBytes = 64 * 1024;
-
-// The oldest hiprtc (ROCm) release that knows the architecture.
-struct ArchInfo {
-  std::string_view arch;
-  std::string_view products;
-  int rocm_major, rocm_minor;
-};
-constexpr ArchInfo kArchs[] = {
-    {"gfx908", "MI100", 4, 0},
-    {"gfx90a", "MI200", 4, 3},
-    {"gfx942", "MI300X", 6, 0},
-};
-
-const ArchInfo* FindArch(std::string_view target) {
-  for (const ArchInfo& a : kArchs) {
-    if (a.arch == target) return &a;
-  }
-  return nullptr;
+// A HIP target of the target table, or nullptr.
+const Target* FindArch(std::string_view name) {
+  const Target* t = FindTarget(name);
+  return t != nullptr && t->kind == TargetKind::kHip ? t : nullptr;
 }
 
 // "5.2.21153" -> {5, 2}; {0, 0} when unparsable.
@@ -64,7 +49,7 @@ const gpu::GpuDialect& HipDialect() {
 }
 
 absl::Status CheckHipToolchain(std::string_view target) {
-  const ArchInfo* a = FindArch(target);
+  const Target* a = FindArch(target);
   if (!a) {
     return absl::InvalidArgumentError(StrCat("not a HIP target: ", target));
   }
@@ -103,8 +88,9 @@ absl::StatusOr<HipArtifact> GenerateHipSource(const Kernel& k,
   gpu::RenderOptions ro;
   ro.target = o.target;
   ro.arch = o.target;
-  ro.max_shared_bytes = kMaxLdsBytes;
+  ro.max_shared_bytes = FindArch(o.target)->max_shared_bytes;
   ro.clusters_need = "thread block clusters, which HIP targets do not have";
+  ro.plan = o.plan;
   auto r = gpu::RenderKernel(k, HipDialect(), ro);
   if (!r.ok()) return r.status();
   HipArtifact out;

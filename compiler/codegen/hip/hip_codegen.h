@@ -40,6 +40,8 @@ absl::Status CheckHipToolchain(std::string_view target);
 
 struct HipCodegenOptions {
   std::string target = "gfx90a";
+  // The kernel's plan from the pipeline (gpu/render.h); null: planned here.
+  const gpu::KernelPlan* plan = nullptr;
 };
 
 // The rendered kernel (source: the generated HIP C++; entry, metadata,

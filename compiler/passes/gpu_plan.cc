@@ -1,14 +1,18 @@
-// Layout inference for GPU targets (CUDA sm_*, HIP gfx*): where each tile
-// lives and how fragments map to threads (the analysis is
-// compiler/codegen/gpu/fragment_plan.h with the target's dialect, which the
-// code generator runs again on the same kernel).
+// The planning pass for GPU targets (CUDA sm_*, HIP gfx*), the last of
+// their pipeline: the kernel plan (compiler/codegen/gpu/plan_kernel.h, with
+// the target's dialect), which the back end renders without planning again.
 //
 // 1. Check the block size is a constant (tile-to-thread maps depend on it).
-// 2. Plan fragments: matrix-core accumulators in registers, the rest in
-//    shared memory; matrix-core operand tiles swizzled.
-// 3. Record the plan in the pass context (shown by --print-ir-after-all).
+// 2. Run the planning passes: fragment layouts (matrix-core accumulators in
+//    registers, operand tiles swizzled), loop facts, pipeline, launch and
+//    walk order, clusters, epilogue, shared-memory sharing.
+// 3. Record the plan and its layouts in the pass context (shown by
+//    --print-ir-after-all).
+// (The pipelined loops' stage counts are checked here too:
+// GpuPipelineLoopsPass.)
 #include "compiler/codegen/cuda/cuda_codegen.h"
-#include "compiler/codegen/gpu/fragment_plan.h"
+#include "compiler/codegen/gpu/kernel_plan.h"
+#include "compiler/codegen/gpu/plan_kernel.h"
 #include "compiler/codegen/hip/hip_codegen.h"
 #include "compiler/ir/const_fold.h"
 #include "compiler/ir/format.h"
@@ -21,9 +25,9 @@ const gpu::GpuDialect& DialectOf(const std::string& target) {
   return IsHipTarget(target) ? HipDialect() : CudaDialect(target);
 }
 
-class GpuLayoutInferencePass : public Pass {
+class GpuPlanPass : public Pass {
  public:
-  std::string_view name() const override { return "layout-inference"; }
+  std::string_view name() const override { return "plan"; }
   absl::Status Run(Kernel& k, PassContext& ctx) override {
     auto threads = FoldInt(k.threads);
     if (!threads || *threads < 1 || *threads > 1024) {
@@ -31,11 +35,13 @@ class GpuLayoutInferencePass : public Pass {
           k.loc.line, ":", k.loc.col,
           ": threads(...) must be a constant in 1..1024 for ", ctx.target));
     }
-    gpu::FragmentPlan plan =
-        gpu::PlanFragments(k, *threads, DialectOf(ctx.target));
-    for (const auto& [tile, layout] : plan.Describe()) {
+    absl::StatusOr<gpu::KernelPlan> plan =
+        gpu::PlanKernel(k, DialectOf(ctx.target));
+    if (!plan.ok()) return plan.status();
+    for (const auto& [tile, layout] : plan->fragments.Describe()) {
       ctx.layouts[tile] = layout;
     }
+    ctx.gpu_plan = std::make_shared<const gpu::KernelPlan>(*std::move(plan));
     return absl::OkStatus();
   }
 };
@@ -75,8 +81,8 @@ class GpuPipelineLoopsPass : public Pass {
 
 }  // namespace
 
-std::unique_ptr<Pass> CreateGpuLayoutInferencePass() {
-  return std::make_unique<GpuLayoutInferencePass>();
+std::unique_ptr<Pass> CreateGpuPlanPass() {
+  return std::make_unique<GpuPlanPass>();
 }
 std::unique_ptr<Pass> CreateGpuPipelineLoopsPass() {
   return std::make_unique<GpuPipelineLoopsPass>();
