@@ -147,6 +147,8 @@ TEST(PlanKernelTest, TileLangCausalAttentionTakesTheHopperPath) {
               HasSubstr("epilogue          acc_o -> Output (O_shared not "
                         "allocated)"));
   EXPECT_THAT(*plan, HasSubstr("threads         256 (launched 384)"));
+  // (Two consumer warpgroups already overlap one another's softmax.)
+  EXPECT_THAT(*plan, HasSubstr("overlap         none"));
 }
 
 TEST(PlanKernelTest, OneConsumerWarpgroupIsNotPersistentAndStartsLongestFirst) {
@@ -161,6 +163,8 @@ TEST(PlanKernelTest, OneConsumerWarpgroupIsNotPersistentAndStartsLongestFirst) {
   EXPECT_THAT(*plan, HasSubstr("persistent      no"));
   EXPECT_THAT(*plan, HasSubstr("walk            longest-first-x"));
   EXPECT_THAT(*plan, HasSubstr("per-tile loads  none"));
+  EXPECT_THAT(*plan, HasSubstr("overlap         the gemm into acc_o of k - 1 "
+                               "runs under k, after the gemm into acc_s"));
 }
 
 TEST(PlanKernelTest, OneStageKeepsTheLoopAsWritten) {

@@ -230,103 +230,23 @@ def double(block=128, num_stages=2):
     return main
 
 
-@kiln.jit(out_idx=[3])
-def flashattn_tilelang(batch, heads, seq_len, dim, is_causal, block_M=64,
-                       block_N=64, num_stages=1, threads=128):
+def flashattn_tilelang(batch, heads, seq_len, dim, is_causal, **tiles):
     """FlashAttention forward worded as TileLang's example is (macros, the
-    causal bound as T.min of T.ceildivs bound to a Python name): the same
-    kernel as the corpus program, spelled otherwise (tests/codegen/phrasings)."""
-    scale = (1.0 / dim) ** 0.5 * 1.44269504  # log2(e)
-    shape = [batch, seq_len, heads, dim]
-    dtype = "float16"
-    accum_dtype = "float"
+    causal bound as T.min of T.ceildivs bound to a Python name): the
+    example's own kernel (client/python/examples/flash_attention.py), every
+    tunable given (so not tuned). The corpus program spelled otherwise
+    (tests/codegen/phrasings)."""
+    return _example("flash_attention").flashattn(
+        batch, heads, seq_len, dim, is_causal, **tiles)
 
-    @T.macro
-    def MMA0(K, Q_shared, K_shared, acc_s, k, bx, by, bz):
-        T.copy(K[bz, k * block_N:(k + 1) * block_N, by, :], K_shared)
-        if is_causal:
-            for i, j in T.Parallel(block_M, block_N):
-                acc_s[i, j] = T.if_then_else(
-                    bx * block_M + i >= k * block_N + j, 0,
-                    -T.infinity(acc_s.dtype))
-        else:
-            # Keys past the end of the sequence were zero-filled: mask them.
-            for i, j in T.Parallel(block_M, block_N):
-                acc_s[i, j] = T.if_then_else(k * block_N + j < seq_len, 0,
-                                             -T.infinity(acc_s.dtype))
-        T.gemm(Q_shared, K_shared, acc_s, transpose_B=True,
-               policy=T.GemmWarpPolicy.FullRow)
 
-    @T.macro
-    def MMA1(V, V_shared, acc_s_cast, acc_o, k, by, bz):
-        T.copy(V[bz, k * block_N:(k + 1) * block_N, by, :], V_shared)
-        T.gemm(acc_s_cast, V_shared, acc_o, policy=T.GemmWarpPolicy.FullRow)
-
-    @T.macro
-    def Softmax(acc_s, acc_s_cast, scores_max, scores_max_prev, scores_scale,
-                scores_sum, logsum):
-        T.copy(scores_max, scores_max_prev)
-        T.fill(scores_max, -T.infinity(accum_dtype))
-        T.reduce_max(acc_s, scores_max, dim=1, clear=False)
-        for i in T.Parallel(block_M):
-            scores_max[i] = T.max(scores_max[i], scores_max_prev[i])
-        for i in T.Parallel(block_M):
-            scores_scale[i] = T.exp2(scores_max_prev[i] * scale -
-                                     scores_max[i] * scale)
-        for i, j in T.Parallel(block_M, block_N):
-            acc_s[i, j] = T.exp2(acc_s[i, j] * scale - scores_max[i] * scale)
-        T.reduce_sum(acc_s, scores_sum, dim=1)
-        for i in T.Parallel(block_M):
-            logsum[i] = logsum[i] * scores_scale[i] + scores_sum[i]
-        T.copy(acc_s, acc_s_cast)
-
-    @T.macro
-    def Rescale(acc_o, scores_scale):
-        for i, j in T.Parallel(block_M, dim):
-            acc_o[i, j] *= scores_scale[i]
-
-    @T.prim_func
-    def main(
-            Q: T.Tensor(shape, dtype),
-            K: T.Tensor(shape, dtype),
-            V: T.Tensor(shape, dtype),
-            Output: T.Tensor(shape, dtype),
-    ):
-        with T.Kernel(T.ceildiv(seq_len, block_M), heads, batch,
-                      threads=threads) as (bx, by, bz):
-            Q_shared = T.alloc_shared([block_M, dim], dtype)
-            K_shared = T.alloc_shared([block_N, dim], dtype)
-            V_shared = T.alloc_shared([block_N, dim], dtype)
-            O_shared = T.alloc_shared([block_M, dim], dtype)
-            acc_s = T.alloc_fragment([block_M, block_N], accum_dtype)
-            acc_s_cast = T.alloc_fragment([block_M, block_N], dtype)
-            acc_o = T.alloc_fragment([block_M, dim], accum_dtype)
-            scores_max = T.alloc_fragment([block_M], accum_dtype)
-            scores_max_prev = T.alloc_fragment([block_M], accum_dtype)
-            scores_scale = T.alloc_fragment([block_M], accum_dtype)
-            scores_sum = T.alloc_fragment([block_M], accum_dtype)
-            logsum = T.alloc_fragment([block_M], accum_dtype)
-
-            T.copy(Q[bz, bx * block_M:(bx + 1) * block_M, by, :], Q_shared)
-            T.fill(acc_o, 0)
-            T.fill(logsum, 0)
-            T.fill(scores_max, -T.infinity(accum_dtype))
-
-            loop_range = (
-                T.min(T.ceildiv(seq_len, block_N),
-                      T.ceildiv((bx + 1) * block_M, block_N))
-                if is_causal else T.ceildiv(seq_len, block_N))
-
-            for k in T.Pipelined(loop_range, num_stages=num_stages):
-                MMA0(K, Q_shared, K_shared, acc_s, k, bx, by, bz)
-                Softmax(acc_s, acc_s_cast, scores_max, scores_max_prev,
-                        scores_scale, scores_sum, logsum)
-                Rescale(acc_o, scores_scale)
-                MMA1(V, V_shared, acc_s_cast, acc_o, k, by, bz)
-            for i, j in T.Parallel(block_M, dim):
-                acc_o[i, j] /= logsum[i]
-            T.copy(acc_o, O_shared)
-            T.copy(O_shared, Output[bz, bx * block_M:(bx + 1) * block_M,
-                                    by, :])
-
-    return main
+def _example(name):
+    """A module of client/python/examples, loaded by path."""
+    import importlib.util
+    import os
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                        "..", "client", "python", "examples", name + ".py")
+    spec = importlib.util.spec_from_file_location("kiln_example_" + name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -70,7 +70,7 @@ struct GpuDialect {
   bool warpgroup_mma = false;
   // Bulk tensor copies (TMA, kiln/tma.cuh) with mbarriers, named barriers
   // and setmaxnreg: a pipelined wgmma main loop fed by whole-tile copies
-  // becomes warp-specialised (tma_loop.cc).
+  // becomes warp-specialised (cuda/hopper/tma_loop.cc).
   bool tma = false;
   // Dynamic plus static shared memory a block may use (bytes); 0: not
   // known to the emitter (render.cc checks the total either way).

@@ -59,6 +59,14 @@ std::string PrintPlan(const KernelPlan& p) {
               " consumer + 1 producer\n");
     StrAppend(&s, "  ring tiles      ", Join(ws.ring_tiles), "\n");
     StrAppend(&s, "  per-tile loads  ", Join(ws.preload_tiles), "\n");
+    if (ws.overlap) {
+      // (No statement indices: they are spelling, not plan.)
+      StrAppend(&s, "  overlap         the gemm into ", ws.overlap->g1_acc,
+                " of k - 1 runs under k, after the gemm into ",
+                ws.overlap->g0_acc, "\n");
+    } else if (ws.fused) {
+      StrAppend(&s, "  overlap         none\n");
+    }
   } else {
     StrAppend(&s, "pipeline          as written (no warp specialisation)\n");
   }

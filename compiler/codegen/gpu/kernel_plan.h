@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -53,6 +54,27 @@ struct LaunchPlan {
   int min_blocks = 1;
 };
 
+// A fused ring loop software-pipelined by one gemm (FA3's intra-warpgroup
+// overlap): statements [0, prefix_end) of `stmts` (the body without its ring
+// copies) end with the first wgmma gemm; [b_begin, end) are the last wgmma
+// gemm and the statements before it that write only its accumulator.
+// Iteration k runs its prefix, then [b_begin, end) of iteration k - 1 (that
+// gemm runs under the rest of iteration k), then [prefix_end, b_begin),
+// waiting for the gemm of k - 1 before statement wait_at (the first to
+// write what it reads). Each ring tile is read by the prefix only (waited
+// for at iteration k, freed once the first gemm completes), by the rest of
+// A (waited for at k, freed when k ends), or by B only (waited for and
+// freed at k - 1).
+enum class RingUse { kNone, kPrefix, kA, kB };
+struct OverlapPlan {
+  std::vector<const Stmt*> stmts;
+  size_t prefix_end = 0, b_begin = 0, wait_at = 0;
+  // Tile names: the two gemms' accumulators, and the last gemm's A operand
+  // when it is held in registers (else empty).
+  std::string g0_acc, g1_acc, g1_a;
+  std::map<std::string, RingUse> use;  // by ring tile
+};
+
 // A top-level pipelined loop run as a producer warpgroup issuing TMA loads
 // into an mbarrier ring and the program's threads consuming it (Hopper).
 struct WarpSpecialisedPlan {
@@ -73,6 +95,8 @@ struct WarpSpecialisedPlan {
   // The rasterize statements before the loop (the producer walks the same
   // order).
   std::vector<const RasterizeStmt*> rasterize;
+  // A fused body with registers to spare is software-pipelined.
+  std::optional<OverlapPlan> overlap;
 };
 
 // The kernel's output path.

@@ -301,7 +301,7 @@ class Emitter {
   absl::Status EmitFill(const FillStmt& f, const Loc& loc);
   absl::Status EmitGemm(const GemmStmt& g, const Loc& loc);
 
-  // ---- warp-specialised TMA rings (tma_loop.cc)
+  // ---- warp-specialised TMA rings (cuda/hopper/tma_loop.cc)
   // The TMA loads of one ring copy (recorded while the consumer side is
   // emitted; the producer is emitted from them).
   struct TmaCopy {
@@ -337,28 +337,9 @@ class Emitter {
   absl::Status EmitWsConsumer(const ForStmt& f, const LoopRange& range,
                               const std::vector<const CopyStmt*>& ring,
                               int64_t stages);
-  // A fused loop body software-pipelined by one gemm (FA3's intra-warpgroup
-  // overlap): statements [0, prefix_end) end with the first wgmma gemm;
-  // [b_begin, end) are the last wgmma gemm and the statements before it
-  // that write only its accumulator. Iteration k runs its prefix, then
-  // [b_begin, end) of iteration k - 1 (that gemm runs under the rest of
-  // iteration k), then [prefix_end, b_begin), waiting for the gemm of
-  // k - 1 before statement wait_at (the first to write what it reads).
-  // Each ring tile is read by the prefix only (waited for at iteration k,
-  // freed once the first gemm completes), by the rest of A (waited for at
-  // k, freed when k ends), or by B only (waited for and freed at k - 1).
-  enum class RingUse { kNone, kPrefix, kA, kB };
-  struct Overlap {
-    std::vector<const Stmt*> stmts;
-    size_t prefix_end = 0, b_begin = 0, wait_at = 0;
-    std::string g0_acc, g1_acc, g1_a;  // C++ names (g1_a: register A)
-    std::vector<RingUse> use;          // per ring tile
-  };
-  // `stmts`: the body without the ring copies.
-  std::optional<Overlap> PlanOverlap(const std::vector<const Stmt*>& stmts,
-                                     const std::vector<const CopyStmt*>& ring,
-                                     const std::string& loop_var) const;
-  absl::Status EmitOverlapped(const Overlap& o, const LoopRange& range,
+  // The planned software-pipelined fused loop (kp_.ws.overlap), over the
+  // ring copies `ring`.
+  absl::Status EmitOverlapped(const OverlapPlan& o, const LoopRange& range,
                               const std::vector<const CopyStmt*>& ring,
                               int64_t stages);
   void AllAccesses(const Stmt& s, std::set<std::string>* r,

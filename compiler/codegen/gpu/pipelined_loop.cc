@@ -232,8 +232,8 @@ absl::Status Emitter::EmitPipelined(const ForStmt& f, const Loc& loc) {
     }
     return absl::OkStatus();
   };
-  // Hopper: the warp-specialised TMA ring (tma_loop.cc), when every copy
-  // from global memory in the body is in the ring; the cp.async ring below
+  // Hopper: the warp-specialised TMA ring (cuda/hopper/tma_loop.cc), when every
+  // copy from global memory in the body is in the ring; the cp.async ring below
   // stays as its fallback.
   int body_copies = 0;
   for (const Stmt& s : f.body) {

@@ -25,14 +25,16 @@ absl::StatusOr<KernelPlan> PlanKernel(const Kernel& k,
   if (dialect.tma) PlanWarpSpecialised(k, dialect, &plan);
   // 4. Launch: persistence and the walk order.
   PlanLaunch(k, dialect, &plan);
-  // 5-6. The producer's per-tile loads and cluster pairs (Hopper).
+  // 5-7. The producer's per-tile loads, cluster pairs and the overlap of a
+  // fused loop (Hopper).
   if (plan.WarpSpecialised()) {
     PlanPreloads(k, &plan);
     PlanCluster(k, &plan);
+    PlanOverlap(k, &plan);
   }
-  // 7. The epilogue path.
+  // 8. The epilogue path.
   PlanEpilogue(k, dialect, &plan);
-  // 8. Shared tiles' lives and sharing.
+  // 9. Shared tiles' lives and sharing.
   PlanSharedLives(k, &plan);
   return plan;
 }

@@ -28,6 +28,10 @@ void PlanLaunch(const Kernel& k, const GpuDialect& dialect, KernelPlan* plan);
 // warp-specialised kernel issues (cuda/hopper/plan_warp_specialised.cc).
 void PlanPreloads(const Kernel& k, KernelPlan* plan);
 
+// plan.ws.overlap: whether a fused ring loop is software-pipelined, and
+// how (cuda/hopper/plan_overlap.cc).
+void PlanOverlap(const Kernel& k, KernelPlan* plan);
+
 // plan.launch.cluster_x / multicast_tile: cluster pairs sharing one ring
 // tile's loads (cuda/hopper/plan_cluster.cc).
 void PlanCluster(const Kernel& k, KernelPlan* plan);

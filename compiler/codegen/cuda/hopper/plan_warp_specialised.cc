@@ -1,5 +1,5 @@
 // PlanWarpSpecialised and PlanPreloads (Hopper: TMA, mbarriers,
-// setmaxnreg). The emitter's side is codegen/gpu/tma_loop.cc.
+// setmaxnreg). The emitter's side is tma_loop.cc beside this file.
 // 1. Names the producer can evaluate at the top of a tile: parameters,
 //    symbols, block indices (the loop's bounds are taken with their lets
 //    resolved, PlanLoops).

@@ -145,7 +145,12 @@ absl::Status Emitter::EmitWsConsumer(const ForStmt& f, const LoopRange& range,
     return absl::OkStatus();
   };
   if (kp_.ws.fused) {
-    if (std::optional<Overlap> o = PlanOverlap(stmts, ring, v)) {
+    if (const std::optional<OverlapPlan>& o = kp_.ws.overlap) {
+      if (o->stmts != stmts) {
+        return absl::InternalError(
+            StrCat(At(f.body.front().loc),
+                   ": the planned overlap does not match the loop's ring"));
+      }
       // Each ring tile gets barriers of its own (group = its index in
       // `ring`), freed once the gemm reading it has completed.
       ws_groups_ = static_cast<int>(ring.size());
@@ -317,125 +322,8 @@ void Emitter::AllAccesses(const Stmt& s, std::set<std::string>* r,
   AllStmtAccesses(s, plan_, r, w);
 }
 
-std::optional<Emitter::Overlap> Emitter::PlanOverlap(
-    const std::vector<const Stmt*>& stmts,
-    const std::vector<const CopyStmt*>& ring,
-    const std::string& loop_var) const {
-  // The register accumulator of a wgmma gemm statement (null otherwise).
-  auto wg_acc = [&](const Stmt* s) -> const GemmStmt* {
-    auto* g = std::get_if<GemmStmt>(&s->node);
-    if (!g) return nullptr;
-    const Buf* c = FindBuf(g->c.name);
-    const Buf* a = FindBuf(g->a.name);
-    if (!c || !c->reg || !c->reg->warpgroup || !a) return nullptr;
-    if (DTypeBits(a->dtype) == 8) return nullptr;  // (fp8 waits itself)
-    return g;
-  };
-  if (stmts.size() < 3) return std::nullopt;
-  Overlap o;
-  const GemmStmt* last = wg_acc(stmts.back());
-  if (!last) return std::nullopt;
-  // Every buffer each statement reads and writes.
-  std::vector<std::set<std::string>> reads(stmts.size()), writes(stmts.size());
-  for (size_t i = 0; i < stmts.size(); ++i) {
-    AllAccesses(*stmts[i], &reads[i], &writes[i]);
-  }
-  // B: the last gemm and the statements just before it that write only
-  // its accumulator (attention: the rescale of O).
-  const std::string& acc = last->c.name;
-  size_t b = stmts.size() - 1;
-  while (b > 0 && writes[b - 1] == std::set<std::string>{acc}) --b;
-  // A: the rest, up to and including its first gemm (G0) the prefix.
-  size_t g0 = 0;
-  while (g0 < b && !wg_acc(stmts[g0])) ++g0;
-  if (g0 >= b) return std::nullopt;
-  std::set<std::string> prefix_w, rest_r, rest_w, b_r, g1_r;
-  // The body's own lets: B, running in the next iteration, may not use
-  // them.
-  std::set<std::string> body_lets;
-  for (const Stmt* st : stmts) {
-    if (auto* l = std::get_if<LetStmt>(&st->node)) body_lets.insert(l->name);
-  }
-  for (size_t i = 0; i < stmts.size(); ++i) {
-    const std::set<std::string>& r = reads[i];
-    const std::set<std::string>& w = writes[i];
-    if (i <= g0) {
-      prefix_w.insert(w.begin(), w.end());
-      // (The prefix may not read what B writes: it runs before B of the
-      // previous iteration.)
-      if (r.count(acc)) return std::nullopt;
-    } else if (i < b) {
-      rest_r.insert(r.begin(), r.end());
-      rest_w.insert(w.begin(), w.end());
-    } else {
-      b_r.insert(r.begin(), r.end());
-      if (i + 1 == stmts.size()) g1_r = r;
-      // B runs one iteration late: it may not use the loop variable or
-      // the body's lets.
-      std::set<std::string> used, declared;
-      CollectUses(Block{*stmts[i]}, &used, &declared);
-      if (used.count(loop_var)) return std::nullopt;
-      for (const std::string& n : used) {
-        if (body_lets.count(n)) return std::nullopt;
-      }
-    }
-  }
-  // A never touches B's accumulator; B reads nothing the prefix writes.
-  if (prefix_w.count(acc) || rest_r.count(acc) || rest_w.count(acc)) {
-    return std::nullopt;
-  }
-  for (const std::string& n : b_r) {
-    if (prefix_w.count(n)) return std::nullopt;
-  }
-  o.prefix_end = g0 + 1;
-  o.b_begin = b;
-  // The first statement of A's rest that writes what the last gemm reads
-  // (P, rewritten from the new scores) waits for that gemm first.
-  o.wait_at = b;
-  for (size_t i = g0 + 1; i < b; ++i) {
-    bool clash = false;
-    for (const std::string& n : writes[i]) clash |= g1_r.count(n) > 0;
-    if (clash) {
-      o.wait_at = i;
-      break;
-    }
-  }
-  // Which part reads each ring tile; one read both by B and by A would be
-  // needed at two stages at once: keep the plain order.
-  for (const CopyStmt* c : ring) {
-    bool pre = false, rest = false, late = false;
-    for (size_t i = 0; i < stmts.size(); ++i) {
-      if (!reads[i].count(c->dst.name)) continue;
-      (i <= g0 ? pre : i < b ? rest : late) = true;
-    }
-    if (late && (pre || rest)) return std::nullopt;
-    o.use.push_back(late   ? RingUse::kB
-                    : rest ? RingUse::kA
-                    : pre  ? RingUse::kPrefix
-                           : RingUse::kNone);
-  }
-  o.stmts = stmts;
-  const Buf& acc0 = bufs_.at(std::get<GemmStmt>(stmts[g0]->node).c.name);
-  const Buf& acc1 = bufs_.at(acc);
-  const Buf& g1_a = bufs_.at(last->a.name);
-  o.g0_acc = acc0.code;
-  o.g1_acc = acc1.code;
-  if (!g1_a.packed_from.empty()) o.g1_a = g1_a.code;
-  // Both accumulators and the packed A operand stay live across the
-  // element-wise code. Measured (CUDA 13, H200): ptxas spills past 160
-  // registers. With two consumer warpgroups (three with the producer) the
-  // pipelined loop runs slower than the plain one even where it fits
-  // (128x128 tiles, 160 live registers of the consumers' 232, no spills:
-  // -4 to -11% at head dims 64 and 128; the warpgroups already overlap one
-  // another's softmax and gemms), so those loops keep the plain form.
-  const int64_t live = acc0.reg->regs() + acc1.reg->regs() +
-                       (o.g1_a.empty() ? 0 : acc0.reg->regs() / 2);
-  const int64_t cap = std::min<int64_t>(255, 65536 / (threads_ + 128) / 8 * 8);
-  if (live > std::min<int64_t>(cap - 48, 160)) return std::nullopt;
-  return o;
-}
-
-absl::Status Emitter::EmitOverlapped(const Overlap& o, const LoopRange& range,
+absl::Status Emitter::EmitOverlapped(const OverlapPlan& o,
+                                     const LoopRange& range,
                                      const std::vector<const CopyStmt*>& ring,
                                      int64_t stages) {
   const int64_t S = stages;
@@ -446,7 +334,9 @@ absl::Status Emitter::EmitOverlapped(const Overlap& o, const LoopRange& range,
   auto waits = [&](std::initializer_list<U> kinds, const std::string& slot,
                    const std::string& it, bool wait) {
     for (size_t g = 0; g < ring.size(); ++g) {
-      if (std::find(kinds.begin(), kinds.end(), o.use[g]) == kinds.end()) {
+      auto u = o.use.find(ring[g]->dst.name);
+      const U use = u == o.use.end() ? U::kNone : u->second;
+      if (std::find(kinds.begin(), kinds.end(), use) == kinds.end()) {
         continue;
       }
       if (wait) {
@@ -473,8 +363,10 @@ absl::Status Emitter::EmitOverlapped(const Overlap& o, const LoopRange& range,
   };
   auto wait_last_gemm = [&]() {
     Line("kiln::wgmma_wait<0>();");
-    Line("kiln::wgmma_fence_operands(" + o.g1_acc + ");");
-    if (!o.g1_a.empty()) Line("kiln::wgmma_fence_operands(" + o.g1_a + ");");
+    Line("kiln::wgmma_fence_operands(" + bufs_.at(o.g1_acc).code + ");");
+    if (!o.g1_a.empty()) {
+      Line("kiln::wgmma_fence_operands(" + bufs_.at(o.g1_a).code + ");");
+    }
     waits({U::kB}, prev, "", false);
   };
   Line("// consumers, software-pipelined: iteration k issues its first gemm,");
@@ -501,7 +393,7 @@ absl::Status Emitter::EmitOverlapped(const Overlap& o, const LoopRange& range,
   KILN_GPU_RETURN_IF_ERROR(emit(0, o.prefix_end, true));
   KILN_GPU_RETURN_IF_ERROR(previous_b());
   Line("kiln::wgmma_wait<1>();");
-  Line("kiln::wgmma_fence_operands(" + o.g0_acc + ");");
+  Line("kiln::wgmma_fence_operands(" + bufs_.at(o.g0_acc).code + ");");
   waits({U::kPrefix}, "kiln_slot", "", false);
   PointRingAt(ring, "kiln_slot");
   KILN_GPU_RETURN_IF_ERROR(emit(o.prefix_end, o.wait_at, false));
