@@ -10,6 +10,7 @@
 #include "compiler/codegen/gpu/kernel_plan.h"
 #include "compiler/codegen/hip/hip_codegen.h"
 #include "compiler/ir/canonical_hash.h"
+#include "compiler/ir/diagnostic.h"
 #include "compiler/ir/format.h"
 #include "compiler/ir/parser.h"
 #include "compiler/ir/printer.h"
@@ -81,8 +82,8 @@ std::string KeyTextOf(const Kernel& k, const CompileOptions& options,
 }
 
 // A pipeline error as `FILE:LINE:COL: error: MESSAGE (kernel K, pass P)`.
-// Pass messages read `PASS: LINE:COL: MESSAGE` (pipeline.h); the location
-// is moved to the front where diagnostics have it.
+// Pass messages read `PASS: MESSAGE` (pipeline.h); the location is the
+// error's own (LocatedError), put in front as diagnostics have it.
 absl::Status PassError(const absl::Status& st, const std::string& file,
                        const std::string& kernel) {
   std::string msg(st.message().data(), st.message().size());
@@ -93,15 +94,8 @@ absl::Status PassError(const absl::Status& st, const std::string& file,
     msg = msg.substr(colon + 2);
   }
   std::string where = file;
-  size_t a = 0;
-  while (a < msg.size() && isdigit(static_cast<unsigned char>(msg[a]))) ++a;
-  if (a > 0 && a < msg.size() && msg[a] == ':') {
-    size_t b = a + 1;
-    while (b < msg.size() && isdigit(static_cast<unsigned char>(msg[b]))) ++b;
-    if (b > a + 1 && msg.compare(b, 2, ": ") == 0) {
-      where = StrCat(file, ":", msg.substr(0, b));
-      msg = msg.substr(b + 2);
-    }
+  if (std::optional<Loc> loc = ErrorLocation(st)) {
+    where = StrCat(file, ":", loc->line, ":", loc->col);
   }
   return absl::Status(st.code(), StrCat(where, ": error: ", msg, " (kernel '",
                                         kernel, "', pass ", pass, ")"));

@@ -3,6 +3,7 @@
 #ifndef KILN_COMPILER_IR_DIAGNOSTIC_H_
 #define KILN_COMPILER_IR_DIAGNOSTIC_H_
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,6 +29,16 @@ std::string FormatDiagnostics(const Diagnostics& diags, std::string_view file);
 // InvalidArgument carrying every diagnostic (OK when `diags` is empty).
 absl::Status DiagnosticsToStatus(const Diagnostics& diags,
                                  std::string_view file);
+
+// A pass's or back end's error at `loc`: the message alone, the location
+// carried beside it as a value (a status payload), so that the compile API
+// writes `FILE:LINE:COL: error: MESSAGE` without parsing text back.
+absl::Status LocatedError(
+    const Loc& loc, std::string_view message,
+    absl::StatusCode code = absl::StatusCode::kInvalidArgument);
+
+// The location LocatedError attached (nullopt: none, or line 0).
+std::optional<Loc> ErrorLocation(const absl::Status& status);
 
 }  // namespace kiln::compiler
 

@@ -15,6 +15,7 @@
 #include "compiler/codegen/gpu/plan_kernel.h"
 #include "compiler/codegen/hip/hip_codegen.h"
 #include "compiler/ir/const_fold.h"
+#include "compiler/ir/diagnostic.h"
 #include "compiler/ir/format.h"
 #include "compiler/passes/passes.h"
 
@@ -31,9 +32,9 @@ class GpuPlanPass : public Pass {
   absl::Status Run(Kernel& k, PassContext& ctx) override {
     auto threads = FoldInt(k.threads);
     if (!threads || *threads < 1 || *threads > 1024) {
-      return absl::InvalidArgumentError(StrCat(
-          k.loc.line, ":", k.loc.col,
-          ": threads(...) must be a constant in 1..1024 for ", ctx.target));
+      return LocatedError(
+          k.loc, StrCat("threads(...) must be a constant in 1..1024 for ",
+                        ctx.target));
     }
     absl::StatusOr<gpu::KernelPlan> plan =
         gpu::PlanKernel(k, DialectOf(ctx.target));
@@ -55,9 +56,8 @@ absl::Status CheckStages(const Block& block) {
       if (f->loop == LoopKind::kPipelined) {
         auto stages = f->stages ? FoldInt(*f->stages) : std::nullopt;
         if (!stages || *stages < 1 || *stages > 8) {
-          return absl::InvalidArgumentError(
-              StrCat(s.loc.line, ":", s.loc.col,
-                     ": pipelined loop needs a constant stage count in 1..8"));
+          return LocatedError(
+              s.loc, "pipelined loop needs a constant stage count in 1..8");
         }
       }
       absl::Status st = CheckStages(f->body);

@@ -23,6 +23,7 @@
 
 #include "absl/status/statusor.h"
 #include "compiler/ir/const_fold.h"
+#include "compiler/ir/diagnostic.h"
 #include "compiler/ir/format.h"
 #include "compiler/ir/rewrite.h"
 #include "compiler/passes/passes.h"
@@ -141,8 +142,7 @@ class Lowerer {
   absl::StatusOr<Access> MakeAccess(const Region& r) {
     auto it = buffers_.find(r.name);
     if (it == buffers_.end()) {
-      return absl::InvalidArgumentError(StrCat(
-          r.loc.line, ":", r.loc.col, ": unknown buffer '", r.name, "'"));
+      return LocatedError(r.loc, StrCat("unknown buffer '", r.name, "'"));
     }
     Access a;
     a.name = r.name;
@@ -269,8 +269,8 @@ class Lowerer {
     if (!c.ok()) return c.status();
     std::vector<Expr> ce = c->FreeExtents(false), ae = a->FreeExtents(false);
     if (ce.size() != 2 || ae.size() != 2 || b->FreeExtents(false).size() != 2) {
-      return absl::UnimplementedError(
-          StrCat(loc.line, ":", loc.col, ": gemm needs rank-2 operands"));
+      return LocatedError(loc, "gemm needs rank-2 operands",
+                          absl::StatusCode::kUnimplemented);
     }
     const DType acc = c->buffer->dtype;
     Expr m = ce[0], n = ce[1], kdim = g.transpose_a ? ae[0] : ae[1];
@@ -352,8 +352,7 @@ class Lowerer {
     if (!dst.ok()) return dst.status();
     std::vector<Expr> se = src->FreeExtents(false);
     if (r.dim < 0 || r.dim >= static_cast<int64_t>(se.size())) {
-      return absl::InvalidArgumentError(StrCat(
-          loc.line, ":", loc.col, ": reduce dim ", r.dim, " out of range"));
+      return LocatedError(loc, StrCat("reduce dim ", r.dim, " out of range"));
     }
     auto without_dim = [&](const std::vector<Expr>& v) {
       std::vector<Expr> o;
@@ -405,8 +404,7 @@ class Lowerer {
     if (!dst.ok()) return dst.status();
     std::vector<Expr> se = src->FreeExtents(false);
     if (c.dim < 0 || c.dim >= static_cast<int64_t>(se.size())) {
-      return absl::InvalidArgumentError(StrCat(
-          loc.line, ":", loc.col, ": cumsum dim ", c.dim, " out of range"));
+      return LocatedError(loc, StrCat("cumsum dim ", c.dim, " out of range"));
     }
     const Expr n = se[c.dim];
     std::vector<Expr> others;
@@ -499,9 +497,10 @@ class Lowerer {
 
   absl::Status Lower(const ForStmt& f, Loc loc, Block* out) {
     if (f.loop == LoopKind::kPipelined) {
-      return absl::InternalError(StrCat(
-          loc.line, ":", loc.col,
-          ": pipelined loop reached lowering (pipeline-loops must run first)"));
+      return LocatedError(
+          loc,
+          "pipelined loop reached lowering (pipeline-loops must run first)",
+          absl::StatusCode::kInternal);
     }
     ForStmt copy = f;
     absl::Status st = LowerBlock(f.body, &copy.body);

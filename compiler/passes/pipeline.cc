@@ -30,7 +30,12 @@ absl::Status RunPipeline(Kernel& kernel, PassContext& ctx,
   for (const auto& pass : BuildPipeline(ctx.target)) {
     absl::Status st = pass->Run(kernel, ctx);
     if (!st.ok()) {
-      return absl::Status(st.code(), StrCat(pass->name(), ": ", st.message()));
+      // (The location stays a payload: ErrorLocation.)
+      absl::Status named(st.code(), StrCat(pass->name(), ": ", st.message()));
+      st.ForEachPayload([&](absl::string_view key, const absl::Cord& value) {
+        named.SetPayload(key, value);
+      });
+      return named;
     }
     if (ir_dump) {
       StrAppend(ir_dump, "// ----- after ", pass->name(), " -----\n");

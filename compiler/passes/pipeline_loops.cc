@@ -5,6 +5,7 @@
 //    overlap compute, so the loop becomes a plain serial loop. GPU targets
 //    rewrite it into a multi-stage ring of asynchronous copies (CUDA target).
 #include "compiler/ir/const_fold.h"
+#include "compiler/ir/diagnostic.h"
 #include "compiler/ir/format.h"
 #include "compiler/passes/passes.h"
 
@@ -18,9 +19,8 @@ absl::Status Rewrite(Block& block) {
       if (f->loop == LoopKind::kPipelined) {
         auto stages = f->stages ? FoldInt(*f->stages) : std::nullopt;
         if (!stages || *stages < 1 || *stages > 8) {
-          return absl::InvalidArgumentError(
-              StrCat(s.loc.line, ":", s.loc.col,
-                     ": pipelined loop needs a constant stage count in 1..8"));
+          return LocatedError(
+              s.loc, "pipelined loop needs a constant stage count in 1..8");
         }
         f->loop = LoopKind::kSerial;
         f->stages.reset();

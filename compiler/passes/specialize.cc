@@ -9,6 +9,7 @@
 #include <set>
 
 #include "compiler/ir/const_fold.h"
+#include "compiler/ir/diagnostic.h"
 #include "compiler/ir/format.h"
 #include "compiler/ir/printer.h"
 #include "compiler/ir/rewrite.h"
@@ -16,8 +17,6 @@
 
 namespace kiln::compiler {
 namespace {
-
-std::string At(const Loc& loc) { return StrCat(loc.line, ":", loc.col); }
 
 class SpecializePass : public Pass {
  public:
@@ -34,18 +33,19 @@ class SpecializePass : public Pass {
     for (const Tunable& t : k.tunables) {
       auto it = ctx.bindings.find(t.name);
       if (it == ctx.bindings.end()) {
-        return absl::InvalidArgumentError(StrCat(
-            At(t.loc), ": tunable '", t.name, "' of kernel '", k.name,
-            "' has no value; choose one of [", StrJoin(t.candidates, ", "),
-            "] (e.g. -D ", t.name, "=", t.candidates.front(), ") or autotune"));
+        return LocatedError(
+            t.loc, StrCat("tunable '", t.name, "' of kernel '", k.name,
+                          "' has no value; choose one of [",
+                          StrJoin(t.candidates, ", "), "] (e.g. -D ", t.name,
+                          "=", t.candidates.front(), ") or autotune"));
       }
       bool ok = false;
       for (int64_t c : t.candidates) ok |= c == it->second;
       if (!ok) {
-        return absl::InvalidArgumentError(
-            StrCat(At(t.loc), ": tunable '", t.name, "' = ", it->second,
-                   " is not one of its candidates [",
-                   StrJoin(t.candidates, ", "), "]"));
+        return LocatedError(t.loc,
+                            StrCat("tunable '", t.name, "' = ", it->second,
+                                   " is not one of its candidates [",
+                                   StrJoin(t.candidates, ", "), "]"));
       }
       values[t.name] = Expr::Int(it->second);
     }
@@ -70,24 +70,25 @@ class SpecializePass : public Pass {
     for (size_t i = 0; i < k.constraints.size(); ++i) {
       auto v = FoldBool(k.constraints[i]);
       if (!v || !*v) {
-        return absl::InvalidArgumentError(StrCat(
-            At(k.constraints[i].loc), ": constraint '", constraint_text[i],
-            "' does not hold for ", BindingText(ctx.bindings)));
+        return LocatedError(
+            k.constraints[i].loc,
+            StrCat("constraint '", constraint_text[i], "' does not hold for ",
+                   BindingText(ctx.bindings)));
       }
     }
     // Launch dims that became constants are range-checked as the verifier
     // checks literal ones.
     if (auto threads = FoldInt(k.threads);
         threads && (*threads < 1 || *threads > 1024)) {
-      return absl::InvalidArgumentError(
-          StrCat(At(k.threads.loc), ": threads = ", *threads, " for ",
-                 BindingText(ctx.bindings), "; expected 1 to 1024"));
+      return LocatedError(k.threads.loc, StrCat("threads = ", *threads, " for ",
+                                                BindingText(ctx.bindings),
+                                                "; expected 1 to 1024"));
     }
     for (const Expr& e : k.grid) {
       if (auto v = FoldInt(e); v && *v <= 0) {
-        return absl::InvalidArgumentError(
-            StrCat(At(e.loc), ": grid extent ", *v, " for ",
-                   BindingText(ctx.bindings), " must be positive"));
+        return LocatedError(
+            e.loc, StrCat("grid extent ", *v, " for ",
+                          BindingText(ctx.bindings), " must be positive"));
       }
     }
     k.constraints.clear();
@@ -97,9 +98,9 @@ class SpecializePass : public Pass {
       Expr& a = k.assumptions[i];
       auto v = FoldBool(a);
       if (v && !*v) {
-        return absl::InvalidArgumentError(
-            StrCat(At(a.loc), ": assumption '", assumption_text[i],
-                   "' is false for ", BindingText(ctx.bindings)));
+        return LocatedError(
+            a.loc, StrCat("assumption '", assumption_text[i], "' is false for ",
+                          BindingText(ctx.bindings)));
       }
       if (!v) kept.push_back(std::move(a));
     }

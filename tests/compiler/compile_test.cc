@@ -4,6 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
+#include "compiler/ir/diagnostic.h"
+#include "compiler/ir/format.h"
 #include "tests/support/test_kernels.h"
 
 namespace kiln::compiler {
@@ -55,6 +59,40 @@ TEST(CompileTest, ALoadedKernelGivesTheKeyAndCompilesWithoutTheText) {
   auto compiled = Compile(*bad);
   ASSERT_FALSE(compiled.ok());
   EXPECT_EQ(compiled.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(CompileTest, PassErrorsAreLocatedByValue) {
+  // The tunable's own line and column, from the error's location (not from
+  // its text).
+  const std::string text = kScale;
+  const size_t at = text.find("tune B") + 5;  // (the name's column)
+  ASSERT_NE(at, std::string::npos + 5);
+  const int line =
+      1 + static_cast<int>(std::count(text.begin(), text.begin() + at, '\n'));
+  const int col = static_cast<int>(at - text.rfind('\n', at));
+  CompileOptions missing = Options(64);
+  missing.bindings.clear();
+  auto m = Compile(kScale, missing);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(
+      std::string(m.status().message())
+          .rfind(StrCat("scale.tile:", line, ":", col, ": error: tunable 'B'"),
+                 0),
+      0u)
+      << m.status();
+  EXPECT_NE(m.status().message().find("(kernel 'scale', pass specialize)"),
+            std::string::npos);
+  // A message that merely starts with digits is not taken for a location.
+  const absl::Status plain = absl::InvalidArgumentError("12:3: not a place");
+  EXPECT_FALSE(ErrorLocation(plain).has_value());
+  Loc loc;
+  loc.line = 7;
+  loc.col = 9;
+  const absl::Status located = LocatedError(loc, "bad tile");
+  EXPECT_EQ(located.message(), "bad tile");
+  ASSERT_TRUE(ErrorLocation(located).has_value());
+  EXPECT_EQ(ErrorLocation(located)->line, 7);
+  EXPECT_EQ(ErrorLocation(located)->col, 9);
 }
 
 TEST(CompileTest, KeyDependsOnBindingsNotOnSpelling) {

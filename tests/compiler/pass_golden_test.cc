@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "compiler/arith/prover.h"
+#include "compiler/ir/diagnostic.h"
 #include "compiler/ir/parser.h"
 #include "compiler/ir/printer.h"
 #include "compiler/ir/verifier.h"
@@ -88,7 +89,13 @@ TEST_P(PassGoldenTest, MatchesExpected) {
     ++ran;
     absl::Status st = pass->Run(kernel, ctx);
     if (!st.ok()) {
-      actual = "error: " + std::string(st.message()) + "\n";
+      // (The location is the error's value: LocatedError.)
+      std::string where;
+      if (std::optional<Loc> loc = ErrorLocation(st)) {
+        where =
+            std::to_string(loc->line) + ":" + std::to_string(loc->col) + ": ";
+      }
+      actual = "error: " + where + std::string(st.message()) + "\n";
       break;
     }
   }

@@ -2,6 +2,7 @@
 
 #include "compiler/codegen/gpu/planners.h"
 #include "compiler/ir/const_fold.h"
+#include "compiler/ir/diagnostic.h"
 #include "compiler/ir/format.h"
 
 namespace kiln::compiler::gpu {
@@ -10,10 +11,9 @@ absl::StatusOr<KernelPlan> PlanKernel(const Kernel& k,
                                       const GpuDialect& dialect) {
   auto threads = FoldInt(k.threads);
   if (!threads || *threads < 1 || *threads > 1024) {
-    return absl::InvalidArgumentError(
-        StrCat(k.loc.line, ":", k.loc.col,
-               ": threads(...) must be a constant in 1..1024 after "
-               "specialisation"));
+    return LocatedError(k.loc,
+                        "threads(...) must be a constant in 1..1024 after "
+                        "specialisation");
   }
   KernelPlan plan;
   plan.launch.threads = *threads;
