@@ -219,6 +219,95 @@ TEST(PlanKernelTest, TheCpuTargetHasNoPlan) {
               HasSubstr("GPU targets only"));
 }
 
+// ------------------------------------------------------------ thread-owned
+
+// A row kernel: `body` between the fragment allocs and the end, 128
+// threads, 4 x 256 tiles of a bf16 X.
+std::string RowKernel(const std::string& body) {
+  return "kernel k(X: bf16[M, N], Y: bf16[M, N], Z: f32[M, N])\n"
+         "  grid(ceildiv(M, 4)) threads(128) (bx) {\n"
+         "  alloc fragment xs: f32[4, 256]\n"
+         "  alloc fragment ys: f32[4, 256]\n"
+         "  alloc fragment s: f32[4]\n" +
+         body + "}\n";
+}
+
+std::string Layout(const std::string& plan, const std::string& tile) {
+  const size_t at = plan.find("  " + tile + ": ");
+  if (at == std::string::npos) return "";
+  const size_t end = plan.find('\n', at);
+  return plan.substr(at + tile.size() + 4, end - at - tile.size() - 4);
+}
+
+TEST(OwnedFragmentTest, ElementWiseFragmentsLiveInRegisters) {
+  const std::string k = RowKernel(
+      "  copy X[bx * 4:+4, 0:+256] -> xs\n"
+      "  parallel (i, j) in (4, 256) {\n"
+      "    ys[i, j] = xs[i, j] * 2.0\n"
+      "  }\n"
+      "  reduce.sum ys -> s, dim=1\n"
+      "  copy ys -> Y[bx * 4:+4, 0:+256]\n");
+  for (const char* target : kTargets) {
+    SCOPED_TRACE(target);
+    auto plan = PlanOf(k, target);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    // 16 bytes of bf16 per chunk: 8 columns; 1024 elements over 128
+    // threads: 8 registers each.
+    EXPECT_EQ(Layout(*plan, "xs"),
+              "registers, thread-owned chunks of 8 columns over 128 threads, "
+              "8 per thread");
+    EXPECT_EQ(Layout(*plan, "ys"), Layout(*plan, "xs"));
+    // The reduction's destination is read elsewhere: shared.
+    EXPECT_EQ(Layout(*plan, "s"), "shared (fragment)");
+  }
+}
+
+TEST(OwnedFragmentTest, TheChunkFollowsTheNarrowestTensorAndTheBlock) {
+  // Copied to f32 only: 4 columns per chunk.
+  auto f32 = PlanOf(RowKernel("  copy Z[bx * 4:+4, 0:+256] -> xs\n"
+                              "  copy xs -> Z[bx * 4:+4, 0:+256]\n"),
+                    "sm_90a");
+  ASSERT_TRUE(f32.ok()) << f32.status();
+  EXPECT_THAT(Layout(*f32, "xs"), HasSubstr("chunks of 4 columns"));
+  // 256 threads over 4 x 256: 8-column chunks would leave threads without
+  // one; 4 columns spread evenly.
+  std::string wide = RowKernel(
+      "  copy X[bx * 4:+4, 0:+256] -> xs\n"
+      "  copy xs -> Y[bx * 4:+4, 0:+256]\n");
+  wide.replace(wide.find("threads(128)"), 12, "threads(256)");
+  auto w = PlanOf(wide, "sm_90a");
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_EQ(Layout(*w, "xs"),
+            "registers, thread-owned chunks of 4 columns over 256 threads, "
+            "4 per thread");
+}
+
+TEST(OwnedFragmentTest, AnyOtherUseKeepsTheFragmentShared) {
+  const std::map<std::string, std::string> uses = {
+      {"a scan",
+       "  copy X[bx * 4:+4, 0:+256] -> xs\n"
+       "  cumsum xs -> ys, dim=1, reverse=false\n"},
+      {"an atomic add",
+       "  copy X[bx * 4:+4, 0:+256] -> xs\n"
+       "  atomic_add Z[bx * 4:+4, 0:+256], xs\n"},
+      {"a transposed index",
+       "  copy X[bx * 4:+4, 0:+256] -> xs\n"
+       "  parallel (i, j) in (4, 256) {\n"
+       "    ys[i, j] = xs[i, 255 - j]\n"
+       "  }\n"},
+      {"a slice", "  copy X[bx * 4:+4, 0:+128] -> xs[0:+4, 0:+128]\n"},
+      {"a reduction into it",
+       "  alloc fragment r: f32[4, 256, 2]\n"
+       "  reduce.sum r -> xs, dim=2\n"},
+  };
+  for (const auto& [what, body] : uses) {
+    SCOPED_TRACE(what);
+    auto plan = PlanOf(RowKernel(body), "sm_90a");
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    EXPECT_EQ(Layout(*plan, "xs"), "shared (fragment)");
+  }
+}
+
 // ------------------------------------------------------------ phrasings
 
 // Every spelling of each kernel: phrasings/NAME/*.tile and the DSL's IR of

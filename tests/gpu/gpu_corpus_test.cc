@@ -216,6 +216,25 @@ std::vector<Case> Cases() {
       {"topk.tile", "topk", {{"BM", 16}}, {{"T", 40}}, {{"normalize", 1}}},
       {"transpose.tile", "transpose", {{"TILE", 32}}, {{"M", 70}, {"N", 100}}},
   };
+  // Thread-owned fragments (fragment_plan.h step 7) in wider tiles: whole
+  // 16-byte chunks, ragged last tiles and rows, and (N = 2001) rows that
+  // start misaligned, so most chunks go element by element.
+  for (Case o : std::vector<Case>{
+           {"softmax.tile",
+            "softmax",
+            {{"BM", 4}, {"BN", 256}},
+            {{"M", 9}, {"N", 1500}}},
+           {"rmsnorm.tile",
+            "rmsnorm",
+            {{"BM", 4}, {"BN", 1024}},
+            {{"M", 7}, {"N", 2001}},
+            {{"eps", 1e-5}}},
+           {"layernorm.tile", "layernorm", {{"BM", 4}}, {{"M", 9}}},
+           {"quantize.tile", "quantize_fp8_e4m3", {{"BM", 2}}, {{"M", 5}}},
+       }) {
+    o.label = "owned";
+    c.push_back(o);
+  }
   // Attention with two warpgroups over the query rows (on sm_90a: two
   // consumer warpgroups beside the TMA producer).
   for (const char* kernel :

@@ -11,6 +11,8 @@ namespace {
 
 constexpr int64_t kMaxRegsPerFragment = 128;
 constexpr int64_t kMaxRegsTotal = 192;
+// Accumulator and thread-owned registers together.
+constexpr int64_t kMaxOwnedTotal = 96;
 
 void ForEachStmt(const Block& b, const std::function<void(const Stmt&)>& f) {
   for (const Stmt& s : b) {
@@ -61,29 +63,7 @@ void StmtExprs(const Stmt& s, const std::function<void(const Expr&)>& f) {
       s.node);
 }
 
-bool Whole(const Region& r) {
-  if (!r.has_slices) return true;
-  for (const Slice& s : r.slices) {
-    if (s.kind != Slice::Kind::kFull) return false;
-  }
-  return true;
-}
-
 bool Is16Bit(DType t) { return t == DType::kF16 || t == DType::kBF16; }
-
-// Union-find over fragment names.
-struct Groups {
-  std::map<std::string, std::string> parent;
-  std::string Find(const std::string& x) {
-    auto it = parent.find(x);
-    if (it == parent.end() || it->second == x) return x;
-    return parent[x] = Find(it->second);
-  }
-  void Union(const std::string& a, const std::string& b) {
-    std::string ra = Find(a), rb = Find(b);
-    if (ra != rb) parent[ra] = rb;
-  }
-};
 
 void PlanRows(const Kernel& k, const GpuDialect& dialect, FragmentPlan* plan) {
   std::set<std::string> cand, bad;
@@ -98,7 +78,7 @@ void PlanRows(const Kernel& k, const GpuDialect& dialect, FragmentPlan* plan) {
   };
   for (bool changed = true; changed;) {
     changed = false;
-    Groups g;
+    NameClasses g;
     auto is_row = [&](const std::string& n) {
       return cand.count(n) > 0 && !bad.count(n);
     };
@@ -367,6 +347,11 @@ std::map<std::string, std::string> FragmentPlan::Describe() const {
           " accumulator layout [", rt->second.m, "] over ", rt->second.warps_m,
           rt->second.warpgroup ? " warpgroups, " : " warps, ",
           rt->second.regs(), " per thread");
+    } else if (auto ow = owned.find(name); ow != owned.end()) {
+      const OwnedFragment& o = ow->second;
+      out[name] =
+          StrCat("registers, thread-owned chunks of ", o.vec, " columns over ",
+                 o.threads, " threads, ", o.regs(), " per thread");
     } else if (wgmma_tiles.count(name)) {
       out[name] = "shared, wgmma operand (swizzled panels, 1024-byte aligned)";
     } else if (swizzled.count(name)) {
@@ -562,6 +547,8 @@ FragmentPlan PlanFragments(const Kernel& k, int64_t threads,
     }
   });
   for (const std::string& t : plan.wgmma_tiles) plan.swizzled.erase(t);
+  // 7. Thread-owned fragments.
+  PlanOwned(k, threads, kMaxOwnedTotal, &plan);
   return plan;
 }
 

@@ -28,6 +28,13 @@
 //    `parallel`s over their rows (storing only into registers) and
 //    `parallel`s over an accumulator reading them by row are held in
 //    registers too, in the accumulator's row layout.
+// 7. Thread-owned fragments (owned_fragments.cc): a rank-1 or rank-2
+//    fragment met only by whole copies, fills, `parallel`s over its own
+//    index space (every register fragment there of one layout, no
+//    accumulator) and row reductions of it is held in registers, each
+//    thread owning chunks of `vec` adjacent columns (kiln::OwnLayout), so
+//    element-wise and memory-bound kernels run without shared memory or
+//    barriers and copy whole chunks with vector loads and stores.
 // Register counts and the warp grid follow the dialect's accumulator tile
 // (16 x 8 per mma.sync, 16 x 16 per MFMA) and wave size (32, 64).
 #ifndef KILN_COMPILER_CODEGEN_GPU_FRAGMENT_PLAN_H_
@@ -43,6 +50,30 @@
 #include "compiler/ir/ir.h"
 
 namespace kiln::compiler::gpu {
+
+// Whether a region is its whole buffer (no slice, or every slice full).
+inline bool Whole(const Region& r) {
+  if (!r.has_slices) return true;
+  for (const Slice& s : r.slices) {
+    if (s.kind != Slice::Kind::kFull) return false;
+  }
+  return true;
+}
+
+// Union-find over tile names (the planners' classes of tiles that must
+// share a layout).
+struct NameClasses {
+  std::map<std::string, std::string> parent;
+  std::string Find(const std::string& x) {
+    auto it = parent.find(x);
+    if (it == parent.end() || it->second == x) return x;
+    return parent[x] = Find(it->second);
+  }
+  void Union(const std::string& a, const std::string& b) {
+    const std::string ra = Find(a), rb = Find(b);
+    if (ra != rb) parent[ra] = rb;
+  }
+};
 
 struct TileInfo {
   Scope scope = Scope::kShared;
@@ -80,6 +111,22 @@ struct RowFragment {
   int64_t regs() const { return m / warps_m / tile_m * rows_per_lane; }
 };
 
+// A fragment in registers owned chunk-wise by the threads: chunk g of
+// `vec` adjacent columns (row-major over rows x cols, a rank-1 fragment one
+// row) is thread g % threads's register chunk g / threads
+// (kiln::OwnLayout).
+struct OwnedFragment {
+  int64_t rows = 1, cols = 0;  // rank 1: rows = 1
+  int rank = 2;
+  int64_t threads = 0;
+  int vec = 1;
+  int64_t regs() const { return rows * cols / threads; }
+  bool operator==(const OwnedFragment& o) const {
+    return rows == o.rows && cols == o.cols && threads == o.threads &&
+           vec == o.vec;
+  }
+};
+
 struct FragmentPlan {
   std::map<std::string, TileInfo> tiles;  // every alloc of the kernel
   std::map<std::string, RegisterFragment> registers;
@@ -88,6 +135,7 @@ struct FragmentPlan {
   // only writer is a copy from this register accumulator (one warp per row
   // block) and its only readers are tensor-core gemms as A.
   std::map<std::string, std::string> packed;
+  std::map<std::string, OwnedFragment> owned;
   std::set<std::string> swizzled;
   // 16-bit shared tiles read by wgmma: kiln::WgmmaTile, 1024-byte aligned.
   std::set<std::string> wgmma_tiles;
@@ -99,6 +147,11 @@ struct FragmentPlan {
 // `threads` is the block size.
 FragmentPlan PlanFragments(const Kernel& kernel, int64_t threads,
                            const GpuDialect& dialect);
+
+// Step 7: the thread-owned fragments among those not planned otherwise
+// (owned_fragments.cc); `budget` registers per thread at most in all.
+void PlanOwned(const Kernel& kernel, int64_t threads, int64_t budget,
+               FragmentPlan* plan);
 
 // Whether an M x N accumulator with K-deep steps fits wgmma over
 // `threads` / 128 warpgroups stacked along M (64-row tiles each, N <= 256),

@@ -30,6 +30,17 @@ absl::StatusOr<std::string> Emitter::Offset(const Buf& b,
     return absl::InternalError("row fragment " + b.code +
                                " accessed outside its own rows");
   }
+  if (b.own) {
+    bool ok = !own_q_.empty() && idx.size() == own_vars_.size();
+    for (size_t d = 0; ok && d < idx.size(); ++d) {
+      ok = idx[d].kind == ExprKind::kVar && idx[d].name == own_vars_[d];
+    }
+    if (!ok) {
+      return absl::InternalError("thread-owned fragment " + b.code +
+                                 " accessed outside its own elements");
+    }
+    return own_q_;
+  }
   if (b.reg) {
     bool ok = !reg_q_.empty() && idx.size() == 2;
     for (size_t d = 0; ok && d < 2; ++d) {
@@ -277,6 +288,44 @@ absl::Status Emitter::ForElements(
   return st;
 }
 
+absl::Status Emitter::AtOwned(
+    const Buf& own, const std::string& q, const std::string& col_add,
+    const std::function<absl::Status(const std::vector<Expr>&)>& body) {
+  const int id = uid_++;
+  std::vector<Expr> ivs;
+  std::vector<std::string> names;
+  const int rank = own.own->rank;
+  for (int d = 0; d < rank; ++d) {
+    names.push_back(StrCat("kiln_i", id, "_", d));
+    ivs.push_back(Expr::Var(names.back()));
+    vars_[names.back()] = {names.back(), Type::Int()};
+    const bool col = d + 1 == rank;
+    Line(StrCat("const long long ", names.back(), " = ", own.layout,
+                col ? "::col(" : "::row(", q, ")",
+                col && !col_add.empty() ? " + " + col_add : "", ";"));
+  }
+  const std::string saved_q = own_q_;
+  const std::vector<std::string> saved_vars = own_vars_;
+  own_q_ = col_add.empty() ? q : StrCat("(", q, ") + ", col_add);
+  own_vars_ = names;
+  absl::Status st = body(ivs);
+  own_q_ = saved_q;
+  own_vars_ = saved_vars;
+  return st;
+}
+
+absl::Status Emitter::ForOwned(
+    const Buf& own,
+    const std::function<absl::Status(const std::vector<Expr>&)>& body) {
+  const std::string q = StrCat("kiln_q", uid_++);
+  Line("#pragma unroll");
+  Open(StrCat("for (int ", q, " = 0; ", q, " < ", own.own->regs(), "; ++", q,
+              ")"));
+  absl::Status st = AtOwned(own, q, "", body);
+  Close();
+  return st;
+}
+
 absl::Status Emitter::ElementBody(const Block& b) { return EmitBlock(b, true); }
 
 // ------------------------------------------------------------ statements
@@ -503,6 +552,14 @@ absl::Status Emitter::EmitAlloc(const AllocStmt& a) {
     Line(StrCat("float ", b.code, "[", b.reg->regs(), "];"));
     return absl::OkStatus();
   }
+  if (auto it = plan_.owned.find(a.name); it != plan_.owned.end()) {
+    b.own = &it->second;
+    b.layout = b.code + "_L";
+    Line(StrCat("typedef kiln::OwnLayout<", b.own->rows, ", ", b.own->cols,
+                ", ", b.own->threads, ", ", b.own->vec, "> ", b.layout, ";"));
+    Line(StrCat(st, " ", b.code, "[", b.own->regs(), "];"));
+    return absl::OkStatus();
+  }
   if (auto it = plan_.packed.find(a.name); it != plan_.packed.end()) {
     const RegisterFragment& acc = plan_.registers.at(it->second);
     b.packed_from = it->second;
@@ -672,6 +729,17 @@ absl::StatusOr<KernelSource> Emitter::Run() {
       auto it = plan_.registers.find(r->src.name);
       if (it != plan_.registers.end() && it->second.warps_n > 1) {
         scratch = std::max(scratch, it->second.m * it->second.warps_n * 4);
+      }
+    }
+  });
+  // Per-chunk partials of thread-owned row reductions (8 bytes each at
+  // most: reduce_op.cc).
+  ForEachNestedStmt(k_.body, [&](const Stmt& s) {
+    if (auto* r = std::get_if<ReduceStmt>(&s.node)) {
+      auto it = plan_.owned.find(r->src.name);
+      if (it != plan_.owned.end()) {
+        const OwnedFragment& o = it->second;
+        scratch = std::max(scratch, o.rows * o.cols / o.vec * 8);
       }
     }
   });

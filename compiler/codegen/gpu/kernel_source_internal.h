@@ -55,8 +55,9 @@ struct Buf {
   std::vector<int64_t> dims;         // tiles: constant dims
   std::vector<std::string> strides;  // tensors: C++ stride per dim
   const RegisterFragment* reg = nullptr;
-  const RowFragment* row = nullptr;  // a register row vector
-  std::string packed_from;           // mma A operands packed from this acc
+  const RowFragment* row = nullptr;    // a register row vector
+  const OwnedFragment* own = nullptr;  // thread-owned registers
+  std::string packed_from;             // mma A operands packed from this acc
   std::string layout;  // rank-2 shared tiles: the layout typedef name
   int64_t pad = 0;
 };
@@ -137,14 +138,6 @@ inline Stmt Guarded(Expr guard, Stmt then_s, std::optional<Stmt> else_s) {
     s.else_body.push_back(std::move(*else_s));
   }
   return MakeStmt(std::move(s));
-}
-
-inline bool Whole(const Region& r) {
-  if (!r.has_slices) return true;
-  for (const Slice& s : r.slices) {
-    if (s.kind != Slice::Kind::kFull) return false;
-  }
-  return true;
 }
 
 class Emitter {
@@ -279,6 +272,23 @@ class Emitter {
       const std::function<absl::Status(const std::vector<Expr>&)>& body,
       const Buf* row = nullptr, bool lane0_only = false);
   absl::Status ElementBody(const Block& b);
+  // Runs `body` once per register of the thread-owned fragment `own`
+  // (unrolled), its element's indices bound to `ivs` names.
+  absl::Status ForOwned(
+      const Buf& own,
+      const std::function<absl::Status(const std::vector<Expr>&)>& body);
+  // Binds the element in register `q` (C++) of `own`, offset by `col_add`
+  // columns (C++, may be empty), to names and runs `body` in its context.
+  absl::Status AtOwned(
+      const Buf& own, const std::string& q, const std::string& col_add,
+      const std::function<absl::Status(const std::vector<Expr>&)>& body);
+  // A copy with a thread-owned fragment on one side: whole chunks by
+  // vector accesses where the other side is a contiguous tensor row.
+  absl::Status EmitOwnedCopy(const Access& src, const Access& dst);
+  // The statement copying one element (guarded at tensor edges).
+  absl::Status CopyElement(const Access& src, const Access& dst,
+                           const std::vector<Expr>& si,
+                           const std::vector<Expr>& di);
 
   absl::Status EmitCopy(const CopyStmt& c, const Loc& loc);
   bool TryFastCopy(const Access& src, const Access& dst, const Loc& loc,
@@ -393,8 +403,8 @@ class Emitter {
   // Does an op on these buffers touch shared memory (so needs a barrier)?
   bool Shared(const std::string& n) const {
     const Buf* b = FindBuf(n);
-    return b && !b->tensor && !b->reg && !b->row && b->packed_from.empty() &&
-           b->scope != Scope::kLocal;
+    return b && !b->tensor && !b->reg && !b->row && !b->own &&
+           b->packed_from.empty() && b->scope != Scope::kLocal;
   }
 
   const Kernel& k_;
@@ -462,6 +472,10 @@ class Emitter {
   std::string reg_q_;
   std::vector<std::string> reg_vars_;
   std::string reg_layout_;
+  // Thread-owned element context: the register index (C++) and the
+  // element index variables it stands for.
+  std::string own_q_;
+  std::vector<std::string> own_vars_;
   // Row-vector context: the register index and the row variable.
   std::string row_q_;
   std::string row_var_;

@@ -26,9 +26,8 @@ void PlanEpilogue(const Kernel& k, const GpuDialect& dialect,
   for (size_t i = 0; i + 1 < k.body.size(); ++i) {
     auto* c1 = std::get_if<CopyStmt>(&k.body[i].node);
     auto* c2 = std::get_if<CopyStmt>(&k.body[i + 1].node);
-    if (!c1 || !c2 || !internal::Whole(c1->src) || !internal::Whole(c1->dst) ||
-        !internal::Whole(c2->src) || c2->src.name != c1->dst.name ||
-        count(c1->dst.name) != 2) {
+    if (!c1 || !c2 || !Whole(c1->src) || !Whole(c1->dst) || !Whole(c2->src) ||
+        c2->src.name != c1->dst.name || count(c1->dst.name) != 2) {
       continue;
     }
     const std::string& x = c1->dst.name;

@@ -1,6 +1,8 @@
 // `reduce` on GPU targets: row reductions of register accumulators (per
 // thread, then the lanes of a row group, then across warps through a shared
-// scratch), and a warp (wavefront) per output element otherwise.
+// scratch), of thread-owned fragments (per chunk, per warp, then a thread
+// per row over the scratch), and a warp (wavefront) per output element
+// otherwise.
 #include "compiler/codegen/gpu/kernel_source_internal.h"
 
 namespace kiln::compiler::gpu::internal {
@@ -151,6 +153,65 @@ absl::Status Emitter::EmitReduce(const ReduceStmt& r, const Loc& loc) {
           finish(dst->Indices({Expr::Var(rr)}, false), "kiln_v"));
       Close();
     }
+    Close();
+    return absl::OkStatus();
+  }
+
+  if (src->buf->own) {
+    // A thread-owned fragment along its columns: each thread combines each
+    // of its chunks (one row's columns), the lanes of a warp whose chunks
+    // share a row combine theirs, and the partials go through the scratch
+    // to one thread per row.
+    const Buf& ob = *src->buf;
+    const OwnedFragment& of = *ob.own;
+    const int64_t wave = dialect_.wave_size;
+    const int64_t row_chunks = of.cols / of.vec;
+    const bool by_warp = row_chunks % wave == 0 && of.threads % wave == 0;
+    const int64_t group = by_warp ? wave : 1;
+    const int64_t per_row = row_chunks / group;
+    const int id = uid_++;
+    const std::string c = StrCat("kiln_c", id), u = StrCat("kiln_u", id);
+    vars_[u] = {u, Type::Int()};
+    Open("");
+    Line(StrCat(acc_type, "* const kiln_scr = reinterpret_cast<", acc_type,
+                "*>(kiln_smem + ", scratch_offset_, ");"));
+    Line("#pragma unroll");
+    Open(StrCat("for (int ", c, " = 0; ", c, " < ", of.regs() / of.vec, "; ++",
+                c, ")"));
+    Line(acc_type + " kiln_v = " + init + ";");
+    Line("#pragma unroll");
+    Open(StrCat("for (int ", u, " = 0; ", u, " < ", of.vec, "; ++", u, ")"));
+    KILN_GPU_RETURN_IF_ERROR(
+        AtOwned(ob, StrCat(c, " * ", of.vec), u,
+                [&](const std::vector<Expr>& e) -> absl::Status {
+                  auto v = LoadValue(src->name, src->Indices(e, false));
+                  if (!v.ok()) return v.status();
+                  Line("kiln_v = " + op_name + "()(kiln_v, (" + acc_type + ")" +
+                       element(*v) + ");");
+                  return absl::OkStatus();
+                }));
+    Close();
+    if (by_warp) {
+      Line("kiln_v = kiln::warp_reduce(kiln_v, " + op_name + "());");
+      Line(StrCat("if (threadIdx.x % ", wave, " == 0) kiln_scr[(", c, " * ",
+                  of.threads, " + (int)threadIdx.x) / ", wave, "] = kiln_v;"));
+    } else {
+      Line(StrCat("kiln_scr[", c, " * ", of.threads,
+                  " + (int)threadIdx.x] = kiln_v;"));
+    }
+    Close();
+    Barrier();
+    const std::string rr = StrCat("kiln_rr", id);
+    vars_[rr] = {rr, Type::Int()};
+    Open(StrCat("for (int ", rr, " = threadIdx.x; ", rr, " < ", of.rows, "; ",
+                rr, " += ", threads_, ")"));
+    Line(acc_type + " kiln_v = " + init + ";");
+    Line(StrCat("for (int kiln_k = 0; kiln_k < ", per_row,
+                "; ++kiln_k) kiln_v = ", op_name, "()(kiln_v, kiln_scr[", rr,
+                " * ", per_row, " + kiln_k]);"));
+    KILN_GPU_RETURN_IF_ERROR(
+        finish(dst->Indices({Expr::Var(rr)}, false), "kiln_v"));
+    Close();
     Close();
     return absl::OkStatus();
   }

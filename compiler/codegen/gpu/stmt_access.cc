@@ -39,7 +39,8 @@ void StmtAccesses(const Stmt& s, const FragmentPlan& fragments,
           rd(n.dst.name);
           wr(n.dst.name);
           auto f = fragments.registers.find(n.src.name);
-          if (f != fragments.registers.end() && f->second.warps_n > 1) {
+          if ((f != fragments.registers.end() && f->second.warps_n > 1) ||
+              fragments.owned.count(n.src.name)) {
             r->insert("kiln_scratch");
             w->insert("kiln_scratch");
           }
@@ -94,7 +95,7 @@ bool InSharedMemory(const FragmentPlan& fragments, const std::string& n) {
   auto t = fragments.tiles.find(n);
   return t != fragments.tiles.end() && t->second.scope != Scope::kLocal &&
          !fragments.registers.count(n) && !fragments.rows.count(n) &&
-         !fragments.packed.count(n);
+         !fragments.packed.count(n) && !fragments.owned.count(n);
 }
 
 }  // namespace kiln::compiler::gpu

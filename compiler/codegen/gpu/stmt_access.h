@@ -20,8 +20,9 @@ using BufferPred = std::function<bool(const std::string&)>;
 
 // Adds to `r` and `w` the buffers that `s` (with everything nested in it)
 // reads and writes, keeping those `counts` accepts. A row reduction of a
-// register fragment spread over several warps along its columns also reads
-// and writes the block's reduction scratch ("kiln_scratch").
+// register fragment spread over several warps along its columns, or of a
+// thread-owned fragment, also reads and writes the block's reduction
+// scratch ("kiln_scratch").
 void StmtAccesses(const Stmt& s, const FragmentPlan& fragments,
                   const BufferPred& counts, std::set<std::string>* r,
                   std::set<std::string>* w);

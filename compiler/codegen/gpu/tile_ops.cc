@@ -22,6 +22,7 @@ absl::Status Emitter::EmitCopy(const CopyStmt& c, const Loc& loc) {
                 acc.warps_m, ">(", dst->buf->code, ", ", src->buf->code, ");"));
     return absl::OkStatus();
   }
+  if (src->buf->own || dst->buf->own) return EmitOwnedCopy(*src, *dst);
   if (TryFastCopy(*src, *dst, loc, "", true, &st)) return st;
   const RegisterFragment* reg = src->buf->reg ? src->buf->reg : dst->buf->reg;
   const std::string layout = src->buf->reg ? src->buf->layout
@@ -46,22 +47,133 @@ absl::Status Emitter::EmitCopy(const CopyStmt& c, const Loc& loc) {
   st = ForElements(
       ext, row ? nullptr : reg, layout,
       [&](const std::vector<Expr>& ivs) {
-        std::vector<Expr> si = src->Indices(ivs, !src->buf->reg);
-        std::vector<Expr> di = dst->Indices(ivs, !dst->buf->reg);
-        Stmt s;
-        if (src->buf->tensor) {
-          s = Guarded(src->Guard(si),
-                      StoreOf(dst->name, di, Expr::Load(src->name, si)),
-                      StoreOf(dst->name, di, Expr::Int(0)));
-        } else {
-          s = Guarded(dst->Guard(di),
-                      StoreOf(dst->name, di, Expr::Load(src->name, si)),
-                      std::nullopt);
-        }
-        return EmitStmt(s, true);
+        return CopyElement(*src, *dst, src->Indices(ivs, !src->buf->reg),
+                           dst->Indices(ivs, !dst->buf->reg));
       },
       row, lane0);
   Close();
+  return st;
+}
+
+absl::Status Emitter::CopyElement(const Access& src, const Access& dst,
+                                  const std::vector<Expr>& si,
+                                  const std::vector<Expr>& di) {
+  Stmt s;
+  if (src.buf->tensor) {
+    s = Guarded(src.Guard(si), StoreOf(dst.name, di, Expr::Load(src.name, si)),
+                StoreOf(dst.name, di, Expr::Int(0)));
+  } else {
+    s = Guarded(dst.Guard(di), StoreOf(dst.name, di, Expr::Load(src.name, si)),
+                std::nullopt);
+  }
+  return EmitStmt(s, true);
+}
+
+absl::Status Emitter::EmitOwnedCopy(const Access& src, const Access& dst) {
+  const bool into = dst.buf->own != nullptr;
+  const Access& o = into ? dst : src;  // the whole owned fragment
+  const Access& x = into ? src : dst;  // the other side
+  const Buf& ob = *o.buf;
+  const OwnedFragment& of = *ob.own;
+  // The fragment's dims other than unit ones map, in order, onto the other
+  // side's free dims other than unit ones.
+  auto other = [&](const std::vector<Expr>& ivs) {
+    std::vector<Expr> nu;
+    for (size_t d = 0; d < ivs.size(); ++d) {
+      if (ob.dims[d] != 1) nu.push_back(ivs[d]);
+    }
+    if (x.buf->own) return x.Indices(ivs, false);
+    return x.Indices(nu, true);
+  };
+  auto element = [&](const std::vector<Expr>& ivs) {
+    const std::vector<Expr> oi = o.Indices(ivs, false), xi = other(ivs);
+    return CopyElement(src, dst, into ? xi : oi, into ? oi : xi);
+  };
+  // Whole chunks: the other side a tensor whose innermost dim is
+  // contiguous and carries the fragment's columns.
+  const DType xd = x.buf->dtype;
+  int last_free = -1;
+  for (size_t d = 0; d < x.free.size(); ++d) {
+    if (x.free[d] && !x.unit[d]) last_free = static_cast<int>(d);
+  }
+  const bool chunks = x.buf->tensor && of.vec > 1 && ob.dims.back() != 1 &&
+                      last_free == static_cast<int>(x.free.size()) - 1 &&
+                      x.buf->strides.back() == "1LL" && xd != DType::kI4 &&
+                      xd != DType::kU4 && xd != DType::kBool;
+  Open("");
+  if (!chunks) {
+    absl::Status st = ForOwned(ob, element);
+    Close();
+    return st;
+  }
+  const int id = uid_++;
+  const std::string c = StrCat("kiln_c", id), u = StrCat("kiln_u", id);
+  const std::string raw = StrCat("kiln_raw", id);
+  Buf& rb = bufs_[raw];
+  rb.dtype = xd;
+  rb.scope = Scope::kLocal;
+  rb.code = raw;
+  rb.dims = {of.vec};
+  rb.shape = {Expr::Int(of.vec)};
+  vars_[u] = {u, Type::Int()};
+  const int64_t chunk_bytes = StorageBytes(xd, of.vec);
+  Line("#pragma unroll");
+  Open(StrCat("for (int ", c, " = 0; ", c, " < ", of.regs() / of.vec, "; ++", c,
+              ")"));
+  absl::Status st = AtOwned(
+      ob, StrCat(c, " * ", of.vec), "",
+      [&](const std::vector<Expr>& first) -> absl::Status {
+        std::vector<Expr> last = first;
+        last.back() =
+            Expr::Binary(BinaryOp::kAdd, first.back(), Expr::Int(of.vec - 1));
+        const std::vector<Expr> xf = other(first);
+        Expr in =
+            Expr::Binary(BinaryOp::kAnd, x.Guard(xf), x.Guard(other(last)));
+        auto guard = Value(FoldConstants(in));
+        if (!guard.ok()) return guard.status();
+        auto off = Offset(*x.buf, xf);
+        if (!off.ok()) return off.status();
+        const std::string ptr = StrCat(x.buf->code, " + ", *off);
+        Open(StrCat("if ((", guard->code, ") && kiln::chunk_aligned(", ptr,
+                    ", ", chunk_bytes, "))"));
+        Line(StrCat("alignas(16) ", StorageType(xd), " ", raw, "[", of.vec,
+                    "];"));
+        if (into) {
+          Line(StrCat("kiln::copy_chunk<", of.vec, ">(", raw, ", ", ptr, ");"));
+        }
+        Line("#pragma unroll");
+        Open(
+            StrCat("for (int ", u, " = 0; ", u, " < ", of.vec, "; ++", u, ")"));
+        KILN_GPU_RETURN_IF_ERROR(
+            AtOwned(ob, StrCat(c, " * ", of.vec), u,
+                    [&](const std::vector<Expr>& e) -> absl::Status {
+                      const Expr r = Expr::Load(raw, {Expr::Var(u)});
+                      auto code = into ? StoreCode(o.name, o.Indices(e, false),
+                                                   AssignOp::kSet, r)
+                                       : StoreCode(raw, {Expr::Var(u)},
+                                                   AssignOp::kSet, o.Load(e));
+                      if (!code.ok()) return code.status();
+                      Line(*code);
+                      return absl::OkStatus();
+                    }));
+        Close();
+        if (!into) {
+          Line(StrCat("kiln::copy_chunk<", of.vec, ">(", ptr, ", ", raw, ");"));
+        }
+        Close("} else {");
+        ++indent_;
+        Line("#pragma unroll");
+        Open(
+            StrCat("for (int ", u, " = 0; ", u, " < ", of.vec, "; ++", u, ")"));
+        KILN_GPU_RETURN_IF_ERROR(
+            AtOwned(ob, StrCat(c, " * ", of.vec), u, element));
+        Close();
+        Close();
+        return absl::OkStatus();
+      });
+  Close();
+  Close();
+  bufs_.erase(raw);
   return st;
 }
 
@@ -267,6 +379,15 @@ absl::Status Emitter::EmitFill(const FillStmt& f, const Loc& loc) {
   if (!dst.ok()) return dst.status();
   const RegisterFragment* reg = dst->buf->reg;
   const bool whole = reg || dst->buf->row;
+  if (dst->buf->own) {
+    Open("");
+    absl::Status st = ForOwned(*dst->buf, [&](const std::vector<Expr>& ivs) {
+      return EmitStmt(StoreOf(dst->name, dst->Indices(ivs, false), f.value),
+                      true);
+    });
+    Close();
+    return st;
+  }
   Open("");
   absl::Status st = ForElements(
       dst->FreeExtents(!whole), reg, dst->buf->layout,
@@ -521,12 +642,14 @@ absl::Status Emitter::EmitParallel(const ParallelStmt& p, const Loc& loc) {
   // fragment's own elements (fragment_plan.h guarantees one layout).
   const Buf* reg_buf = nullptr;
   const Buf* row_buf = nullptr;
+  const Buf* own_buf = nullptr;
   std::function<void(const Block&)> scan = [&](const Block& b) {
     for (const Stmt& s : b) {
       auto note = [&](const std::string& n) {
         const Buf* bb = FindBuf(n);
         if (bb && bb->reg && !reg_buf) reg_buf = bb;
         if (bb && bb->row && !row_buf) row_buf = bb;
+        if (bb && bb->own && !own_buf) own_buf = bb;
       };
       if (auto* st = std::get_if<StoreStmt>(&s.node)) note(st->name);
       std::function<void(const Expr&)> ex = [&](const Expr& e) {
@@ -563,6 +686,19 @@ absl::Status Emitter::EmitParallel(const ParallelStmt& p, const Loc& loc) {
   if (!hoisted.ok()) return hoisted.status();
   const Block* body = &hoisted->body;
   auto loop = [&]() -> absl::Status {
+    if (own_buf && !reg_buf && !row_buf) {
+      // Over the thread-owned fragments' elements (one layout for all:
+      // fragment_plan.h); element accesses name the parallel variables.
+      return ForOwned(*own_buf, [&](const std::vector<Expr>& ivs) {
+        for (size_t d = 0; d < p.vars.size(); ++d) {
+          const std::string v = Mangle(p.vars[d]);
+          Line("const long long " + v + " = " + ivs[d].name + ";");
+          vars_[p.vars[d]] = {v, Type::Int()};
+        }
+        own_vars_ = p.vars;
+        return ElementBody(*body);
+      });
+    }
     return ForElements(
         ext, reg_buf ? reg_buf->reg : nullptr, reg_buf ? reg_buf->layout : "",
         [&](const std::vector<Expr>& ivs) -> absl::Status {

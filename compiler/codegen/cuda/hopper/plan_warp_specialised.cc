@@ -71,7 +71,7 @@ class TmaCopies {
     auto p = tensors_.find(c.src.name);
     auto w = written_.find(c.dst.name);
     if (p == tensors_.end() || !f_.wgmma_tiles.count(c.dst.name) ||
-        t == f_.tiles.end() || !internal::Whole(c.dst) || w == written_.end() ||
+        t == f_.tiles.end() || !Whole(c.dst) || w == written_.end() ||
         w->second != 1 || p->second->dtype != t->second.dtype ||
         !internal::IsTileRegion(*p->second, c.src, t->second.dims) ||
         t->second.dims[0] > 256) {

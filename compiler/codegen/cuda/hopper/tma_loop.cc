@@ -40,15 +40,6 @@ namespace {
 constexpr int kProducerRegs = 40;
 constexpr int kMulticastProducerRegs = 56;
 
-bool Uses(const Expr& e, const std::set<std::string>& allowed) {
-  std::set<std::string> used;
-  ExprUses(e, &used);
-  for (const std::string& u : used) {
-    if (!allowed.count(u)) return false;
-  }
-  return true;
-}
-
 }  // namespace
 
 bool IsTileRegion(const Param& p, const Region& r,

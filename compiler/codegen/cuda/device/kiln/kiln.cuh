@@ -8,6 +8,7 @@
 #include "kiln/global_to_shared.cuh"
 #include "kiln/memory.cuh"
 #include "kiln/mma.cuh"
+#include "kiln/owned.cuh"
 #include "kiln/reduce.cuh"
 #include "kiln/register_to_global.cuh"
 #include "kiln/scalar.cuh"

@@ -11,6 +11,7 @@
 #include "kiln/global_to_shared.hip.h"
 #include "kiln/memory.hip.h"
 #include "kiln/mma.hip.h"
+#include "kiln/owned.hip.h"
 #include "kiln/reduce.hip.h"
 #include "kiln/register_to_global.hip.h"
 #include "kiln/scalar.hip.h"

@@ -1,0 +1,325 @@
+// Step 7 of the fragment plan (fragment_plan.h): fragments held in
+// registers by the threads that use them, chunk-wise, for element-wise and
+// memory-bound kernels (norms, softmax, casts, element-wise maps).
+//
+// A candidate is a rank-1 or rank-2 fragment with constant dims, not placed
+// by the earlier steps, whose elements divide evenly over the block. It
+// stays a candidate while every use is one of
+//   - a copy of the whole fragment, from or to a tensor, a shared tile or
+//     another candidate of the same shape (not a register accumulator);
+//   - a fill of the whole fragment;
+//   - the source of a whole reduction along its last dim (the destination
+//     elsewhere: shared memory);
+//   - an element access inside a `parallel` whose extents are the
+//     fragment's dims, indexed by the loop variables in order, with no
+//     accumulator or row vector in the same body;
+// and is dropped on any other (a gemm, cumsum or atomic operand, a slice,
+// an element read outside a `parallel`, a reduction into it), to a
+// fixpoint. Candidates meeting in one copy or one `parallel` must own their
+// elements alike: they take one chunk width, the widest the group's
+// copies want (16 bytes of the narrowest tensor they copy), halved until
+// the columns and the block divide evenly (a class may mix owned and
+// shared members: copies and `parallel`s between them go element by
+// element). The largest are dropped while the registers exceed the budget.
+#include <functional>
+
+#include "compiler/codegen/gpu/fragment_plan.h"
+#include "compiler/ir/const_fold.h"
+
+namespace kiln::compiler::gpu {
+namespace {
+
+constexpr int64_t kMaxOwnedRegs = 32;  // per fragment, per thread
+
+void Loads(const Expr& e, const std::function<void(const Expr&)>& f) {
+  if (e.kind == ExprKind::kLoad) f(e);
+  for (const Expr& a : e.args) Loads(a, f);
+}
+
+void RegionLoads(const Region& r, const std::function<void(const Expr&)>& f) {
+  for (const Slice& s : r.slices) {
+    if (s.kind != Slice::Kind::kFull) Loads(s.start, f);
+    if (s.kind == Slice::Kind::kRange) Loads(s.extent, f);
+  }
+}
+
+struct Scan {
+  const FragmentPlan& plan;
+  const std::set<std::string>& cand;
+  std::set<std::string> bad;
+  NameClasses classes;
+  std::map<std::string, int64_t> narrowest;  // bytes of copy partners
+
+  bool IsCand(const std::string& n) const {
+    return cand.count(n) > 0 && !bad.count(n);
+  }
+  bool InRegisters(const std::string& n) const {
+    return plan.registers.count(n) || plan.rows.count(n) ||
+           plan.packed.count(n);
+  }
+  const TileInfo* Tile(const std::string& n) const {
+    auto it = plan.tiles.find(n);
+    return it == plan.tiles.end() ? nullptr : &it->second;
+  }
+  void Partner(const std::string& own, DType other) {
+    const int64_t b = std::max<int64_t>(1, DTypeBits(other) / 8);
+    auto [it, fresh] = narrowest.emplace(own, b);
+    if (!fresh) it->second = std::min(it->second, b);
+  }
+
+  // Element reads outside a parallel body disqualify.
+  void Outside(const Expr& e) {
+    Loads(e, [&](const Expr& l) {
+      if (IsCand(l.name)) bad.insert(l.name);
+    });
+  }
+
+  void Parallel(const ParallelStmt& p) {
+    std::vector<std::string> used;
+    bool mixed = false;
+    auto access = [&](const std::string& name, const std::vector<Expr>& idx) {
+      if (InRegisters(name)) mixed = true;
+      if (!IsCand(name)) return;
+      const TileInfo* t = Tile(name);
+      bool ok = idx.size() == p.vars.size() && idx.size() == t->dims.size();
+      for (size_t d = 0; ok && d < idx.size(); ++d) {
+        ok = idx[d].kind == ExprKind::kVar && idx[d].name == p.vars[d] &&
+             FoldInt(p.extents[d]) == t->dims[d];
+      }
+      if (!ok) bad.insert(name);
+      used.push_back(name);
+    };
+    std::function<void(const Block&)> body = [&](const Block& b) {
+      for (const Stmt& s : b) {
+        std::visit(
+            [&](const auto& n) {
+              using T = std::decay_t<decltype(n)>;
+              auto ex = [&](const Expr& e) {
+                Loads(e, [&](const Expr& l) { access(l.name, l.args); });
+              };
+              if constexpr (std::is_same_v<T, LetStmt>) {
+                ex(n.value);
+              } else if constexpr (std::is_same_v<T, StoreStmt>) {
+                access(n.name, n.indices);
+                for (const Expr& i : n.indices) ex(i);
+                ex(n.value);
+              } else if constexpr (std::is_same_v<T, IfStmt>) {
+                ex(n.cond);
+                body(n.then_body);
+                body(n.else_body);
+              } else if constexpr (std::is_same_v<T, ForStmt>) {
+                if (n.start) ex(*n.start);
+                ex(n.stop);
+                body(n.body);
+              } else {
+                // (Tile ops are not allowed in a parallel body: the
+                // verifier refuses them.)
+              }
+            },
+            s.node);
+      }
+    };
+    body(p.body);
+    for (const std::string& u : used) {
+      if (mixed) bad.insert(u);
+      classes.Union(u, used[0]);
+    }
+  }
+
+  void Copy(const CopyStmt& c) {
+    RegionLoads(c.src, [&](const Expr& l) { Outside(l); });
+    RegionLoads(c.dst, [&](const Expr& l) { Outside(l); });
+    const bool s = IsCand(c.src.name), d = IsCand(c.dst.name);
+    if (s && (!Whole(c.src) || InRegisters(c.dst.name))) {
+      bad.insert(c.src.name);
+    }
+    if (d && (!Whole(c.dst) || InRegisters(c.src.name))) {
+      bad.insert(c.dst.name);
+    }
+    if (s && d) {
+      if (Tile(c.src.name)->dims != Tile(c.dst.name)->dims) {
+        bad.insert(c.src.name);
+        bad.insert(c.dst.name);
+      }
+      classes.Union(c.src.name, c.dst.name);
+    }
+    const TileInfo* st = Tile(c.src.name);
+    const TileInfo* dt = Tile(c.dst.name);
+    if (s && !dt) Partner(c.src.name, DTypeOf(c.dst.name, dt));
+    if (d && !st) Partner(c.dst.name, DTypeOf(c.src.name, st));
+  }
+  // Tensors are not tiles; their dtype is recorded by the caller.
+  std::map<std::string, DType> tensors;
+  DType DTypeOf(const std::string& n, const TileInfo* t) const {
+    if (t) return t->dtype;
+    auto it = tensors.find(n);
+    return it == tensors.end() ? DType::kF32 : it->second;
+  }
+
+  void Stmts(const Block& b) {
+    for (const Stmt& s : b) {
+      std::visit(
+          [&](const auto& n) {
+            using T = std::decay_t<decltype(n)>;
+            if constexpr (std::is_same_v<T, CopyStmt>) {
+              Copy(n);
+            } else if constexpr (std::is_same_v<T, FillStmt>) {
+              RegionLoads(n.dst, [&](const Expr& l) { Outside(l); });
+              Outside(n.value);
+              if (IsCand(n.dst.name) && !Whole(n.dst)) {
+                bad.insert(n.dst.name);
+              }
+            } else if constexpr (std::is_same_v<T, ReduceStmt>) {
+              RegionLoads(n.src, [&](const Expr& l) { Outside(l); });
+              RegionLoads(n.dst, [&](const Expr& l) { Outside(l); });
+              if (IsCand(n.dst.name)) bad.insert(n.dst.name);
+              if (IsCand(n.src.name)) {
+                const TileInfo* t = Tile(n.src.name);
+                if (!Whole(n.src) || t->dims.size() != 2 || n.dim != 1 ||
+                    !Whole(n.dst) || InRegisters(n.dst.name)) {
+                  bad.insert(n.src.name);
+                }
+              }
+            } else if constexpr (std::is_same_v<T, GemmStmt>) {
+              bad.insert(n.a.name);
+              bad.insert(n.b.name);
+              bad.insert(n.c.name);
+            } else if constexpr (std::is_same_v<T, CumsumStmt> ||
+                                 std::is_same_v<T, AtomicAddStmt>) {
+              bad.insert(n.src.name);
+              bad.insert(n.dst.name);
+            } else if constexpr (std::is_same_v<T, ParallelStmt>) {
+              Parallel(n);
+            } else if constexpr (std::is_same_v<T, LetStmt>) {
+              Outside(n.value);
+            } else if constexpr (std::is_same_v<T, StoreStmt>) {
+              if (IsCand(n.name)) bad.insert(n.name);
+              for (const Expr& i : n.indices) Outside(i);
+              Outside(n.value);
+            } else if constexpr (std::is_same_v<T, IfStmt>) {
+              Outside(n.cond);
+              Stmts(n.then_body);
+              Stmts(n.else_body);
+            } else if constexpr (std::is_same_v<T, ForStmt>) {
+              if (n.start) Outside(*n.start);
+              Outside(n.stop);
+              Stmts(n.body);
+            } else if constexpr (std::is_same_v<T, RasterizeStmt>) {
+              Outside(n.panel);
+            }
+          },
+          s.node);
+    }
+  }
+};
+
+// The widest chunk not over `want` elements that divides the columns and
+// spreads the elements evenly over the block (0: none).
+int ChunkWidth(const TileInfo& t, int64_t threads, int64_t want) {
+  const int64_t cols = t.dims.back();
+  int64_t elems = 1;
+  for (int64_t d : t.dims) elems *= d;
+  for (int64_t v = std::max<int64_t>(1, want); v >= 1; v /= 2) {
+    if (cols % v == 0 && elems % (v * threads) == 0) {
+      return static_cast<int>(v);
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+void PlanOwned(const Kernel& k, int64_t threads, int64_t budget,
+               FragmentPlan* plan) {
+  std::set<std::string> cand;
+  for (const auto& [name, t] : plan->tiles) {
+    if (t.scope != Scope::kFragment || plan->registers.count(name) ||
+        plan->rows.count(name) || plan->packed.count(name)) {
+      continue;
+    }
+    if (t.dims.empty() || t.dims.size() > 2 || t.dtype == DType::kI4 ||
+        t.dtype == DType::kU4 || threads <= 0) {
+      continue;
+    }
+    bool constant = true;
+    int64_t elems = 1;
+    for (int64_t d : t.dims) {
+      constant = constant && d > 0;
+      elems *= d;
+    }
+    if (constant && elems % threads == 0 && elems / threads <= kMaxOwnedRegs) {
+      cand.insert(name);
+    }
+  }
+  if (cand.empty()) return;
+  std::map<std::string, DType> tensors;
+  for (const Param& p : k.params) {
+    if (p.is_tensor) tensors[p.name] = p.dtype;
+  }
+  for (;;) {
+    Scan scan{*plan, cand, {}, {}, {}, tensors};
+    for (bool changed = true; changed;) {
+      const size_t before = scan.bad.size();
+      scan.classes = {};
+      scan.narrowest.clear();
+      scan.Stmts(k.body);
+      changed = scan.bad.size() != before;
+    }
+    // One chunk width per class: 16 bytes of the narrowest tensor its
+    // members copy (members copying none do not ask; a class copying no
+    // tensor takes 16 bytes of its own narrowest dtype).
+    std::map<std::string, int64_t> want;  // class -> elements per chunk
+    std::map<std::string, int64_t> own_want;
+    for (const std::string& c : cand) {
+      if (!scan.IsCand(c)) continue;
+      const TileInfo& t = plan->tiles.at(c);
+      const std::string root = scan.classes.Find(c);
+      const int64_t own = 16 / std::max<int64_t>(1, DTypeBits(t.dtype) / 8);
+      auto [o, fresh_own] = own_want.emplace(root, own);
+      if (!fresh_own) o->second = std::max(o->second, own);
+      auto it = scan.narrowest.find(c);
+      if (it == scan.narrowest.end()) continue;
+      auto [w, fresh] = want.emplace(root, 16 / it->second);
+      if (!fresh) w->second = std::max(w->second, 16 / it->second);
+    }
+    for (const auto& [root, v] : own_want) want.emplace(root, v);
+    std::map<std::string, int> width;  // class -> chosen chunk width
+    for (const std::string& c : cand) {
+      if (!scan.IsCand(c)) continue;
+      const std::string root = scan.classes.Find(c);
+      const int v = ChunkWidth(plan->tiles.at(c), threads, want.at(root));
+      auto [w, fresh] = width.emplace(root, v);
+      if (!fresh) w->second = std::min(w->second, v);
+    }
+    std::map<std::string, OwnedFragment> owned;
+    int64_t total = 0;
+    for (const auto& [n, r] : plan->registers) total += r.regs();
+    for (const std::string& c : cand) {
+      if (!scan.IsCand(c)) continue;
+      const TileInfo& t = plan->tiles.at(c);
+      const std::string root = scan.classes.Find(c);
+      OwnedFragment o;
+      o.rank = static_cast<int>(t.dims.size());
+      o.rows = o.rank == 2 ? t.dims[0] : 1;
+      o.cols = t.dims.back();
+      o.threads = threads;
+      // (Members of a class have one shape, so one width divides all.)
+      o.vec = width.at(root);
+      if (o.vec == 0) continue;
+      owned[c] = o;
+      total += o.regs();
+    }
+    if (total > budget && !owned.empty()) {
+      auto largest = owned.begin();
+      for (auto it = owned.begin(); it != owned.end(); ++it) {
+        if (it->second.regs() > largest->second.regs()) largest = it;
+      }
+      cand.erase(largest->first);
+      continue;
+    }
+    plan->owned = std::move(owned);
+    return;
+  }
+}
+
+}  // namespace kiln::compiler::gpu

@@ -1,0 +1,60 @@
+// Thread-owned fragments (fragment_plan.h, step 7): a ROWS x COLS fragment
+// held in registers, cut row-major into chunks of VEC adjacent columns;
+// chunk g is thread g % THREADS's register chunk g / THREADS, so a thread's
+// registers q = VEC * c .. VEC * c + VEC - 1 hold one row's columns
+// col(q) .. col(q) + VEC - 1, and a whole chunk moves to or from global
+// memory with one vector access (copy_chunk).
+#ifndef KILN_DEVICE_OWNED_HIP_H_
+#define KILN_DEVICE_OWNED_HIP_H_
+
+#include "kiln/global_to_shared.hip.h"
+
+namespace kiln {
+
+typedef u32 u32x2 __attribute__((ext_vector_type(2)));
+
+template <int ROWS, int COLS, int THREADS, int VEC>
+struct OwnLayout {
+  static_assert(COLS % VEC == 0 && (ROWS * COLS) % (VEC * THREADS) == 0,
+                "chunks must divide the columns and spread evenly");
+  static constexpr int kRegs = ROWS * COLS / THREADS;
+  // The element (row-major) in register q of this thread.
+  __device__ inline static int elem(int q) {
+    return ((q / VEC) * THREADS + static_cast<int>(threadIdx.x)) * VEC +
+           q % VEC;
+  }
+  __device__ inline static int row(int q) { return elem(q) / COLS; }
+  __device__ inline static int col(int q) { return elem(q) % COLS; }
+};
+
+// Copies N elements of type T between a register array (aligned to 16
+// bytes) and memory aligned to their whole size when that is 4, 8 or 16
+// bytes, or a multiple of 16, in as few accesses: a chunk's load
+// (copy_chunk<N>(regs, p)) or store (copy_chunk<N>(p, regs)).
+template <int N, typename T>
+__device__ inline void copy_chunk(T* dst, const T* src) {
+  constexpr int kBytes = N * static_cast<int>(sizeof(T));
+  if constexpr (kBytes % 16 == 0) {
+#pragma unroll
+    for (int i = 0; i < kBytes / 16; ++i) {
+      reinterpret_cast<u32x4*>(dst)[i] = reinterpret_cast<const u32x4*>(src)[i];
+    }
+  } else if constexpr (kBytes == 8) {
+    *reinterpret_cast<u32x2*>(dst) = *reinterpret_cast<const u32x2*>(src);
+  } else if constexpr (kBytes == 4) {
+    *reinterpret_cast<u32*>(dst) = *reinterpret_cast<const u32*>(src);
+  } else {
+#pragma unroll
+    for (int i = 0; i < N; ++i) dst[i] = src[i];
+  }
+}
+
+// Whether a chunk of `bytes` bytes at p may be accessed whole.
+__device__ inline bool chunk_aligned(const void* p, int bytes) {
+  const int a = bytes % 16 == 0 ? 16 : bytes;
+  return (reinterpret_cast<u64>(p) & static_cast<u64>(a - 1)) == 0;
+}
+
+}  // namespace kiln
+
+#endif  // KILN_DEVICE_OWNED_HIP_H_
