@@ -930,59 +930,16 @@ std::string Emitter::WgmmaInstr(int64_t n, DType dtype, bool trans_a,
       StrCat("kiln_wgmma_m64n", n, "k", k, "_", type, "_",
              a_regs ? "r" : (trans_a ? "t" : "n"), trans_b ? "t" : "n");
   if (wgmma_instrs_.count(name)) return name;
-  // d[0 .. n/2) are the accumulator operands %0.., then A (a descriptor, or
-  // four registers), B's descriptor and scale-d (0: overwrite, 1:
-  // accumulate); the operand scales are 1, and the transpose immediates
-  // say which shared operands are MN-major (8-bit types have none: both
+  // The wrapper's PTX is the device library's (kiln/wgmma_instr.cuh); the
+  // immediates after scale-d: the operand scales (1), and for 16-bit types
+  // which shared operands are MN-major (8-bit types have none: both
   // operands are K-major; a register A has none).
-  const int64_t regs = n / 2;
-  std::string list;
-  for (int64_t i = 0; i < regs; ++i) {
-    StrAppend(&list, i ? ", " : "", "%", i);
-  }
-  // The accumulator operands with a constraint: "+f" (read and written)
-  // or "=f" (written only).
-  auto d_operands = [regs](const char* constraint) {
-    std::string s;
-    for (int64_t i = 0; i < regs; ++i) {
-      StrAppend(&s, i ? ", " : "", "\"", constraint, "\"(d[", i, "])");
-    }
-    return s;
-  };
   std::string imms = "1, 1";
   if (!fp8 && !a_regs) StrAppend(&imms, ", ", trans_a ? 1 : 0);
   if (!fp8) StrAppend(&imms, ", ", trans_b ? 1 : 0);
-  const std::string a_operand = a_regs
-                                    ? StrCat("{%", regs, ", %", regs + 1, ", %",
-                                             regs + 2, ", %", regs + 3, "}")
-                                    : StrCat("%", regs);
-  const int64_t b_index = regs + (a_regs ? 4 : 1);
-  const std::string a_param =
-      a_regs ? "const unsigned* a" : "unsigned long long a";
-  const std::string a_inputs =
-      a_regs ? "\"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3])"
-             : "\"l\"(a)";
-  const std::string asm_text =
-      StrCat("\"{\\n.reg .pred p;\\nsetp.ne.b32 p, %", b_index + 1,
-             ", 0;\\nwgmma.mma_async.sync.aligned.m64n", n, "k", k, ".f32.",
-             type, ".", type, " {", list, "}, ", a_operand, ", %", b_index,
-             ", p, ", imms, ";\\n}\\n\"\n");
-  std::string def = StrCat(
-      "struct ", name, " {\n",
-      "  __device__ __forceinline__ static void mma(float (&d)[", regs, "], ",
-      a_param, ", unsigned long long b, int scale_d) {\n", "    asm volatile(",
-      asm_text, "        : ", d_operands("+f"), "\n", "        : ", a_inputs,
-      ", \"l\"(b), \"r\"(scale_d));\n", "  }\n");
-  if (fp8 && !a_regs) {
-    // The first step of a product promoted in fresh registers (scale-d 0):
-    // the accumulator is written only, so it needs no zeroing first.
-    StrAppend(
-        &def, "  __device__ __forceinline__ static void mma_first(float (&d)[",
-        regs, "], ", a_param, ", unsigned long long b) {\n",
-        "    asm volatile(", asm_text, "        : ", d_operands("=f"), "\n",
-        "        : ", a_inputs, ", \"l\"(b), \"r\"(0));\n", "  }\n");
-  }
-  StrAppend(&def, "};\n");
+  std::string def =
+      StrCat(a_regs ? "KILN_WGMMA_RS(" : "KILN_WGMMA_SS(", name, ", ", n, ", ",
+             n / 2, ", ", k, ", ", type, ", \"", imms, "\");");
   wgmma_instrs_[name] = std::move(def);
   return name;
 }

@@ -23,6 +23,7 @@
 #define KILN_DEVICE_WGMMA_CUH_
 
 #include "kiln/shared_layout.cuh"
+#include "kiln/wgmma_instr.cuh"
 
 namespace kiln {
 
