@@ -123,15 +123,21 @@ TEST(TripTrendTest, DataDependentBoundsAreUnknown) {
 
 // TileLang's causal attention (the DSL's IR, tests/python/goldens) with
 // `from` replaced by `to`.
-std::string Attention(const std::string& from = "",
-                      const std::string& to = "") {
-  std::string text =
-      testing::ReadFileOrDie(testing::TestDataDir().parent_path() / "python" /
-                             "goldens" / "attention_causal_tilelang.tile");
+// A test file's text with its first `from` replaced by `to`.
+std::string FileWith(const fs::path& path, const std::string& from,
+                     const std::string& to) {
+  std::string text = testing::ReadFileOrDie(path);
   if (!from.empty()) {
     EXPECT_TRUE(testing::ReplaceFirst(&text, from, to));
   }
   return text;
+}
+
+std::string Attention(const std::string& from = "",
+                      const std::string& to = "") {
+  return FileWith(testing::TestDataDir().parent_path() / "python" / "goldens" /
+                      "attention_causal_tilelang.tile",
+                  from, to);
 }
 
 TEST(PlanKernelTest, TileLangCausalAttentionTakesTheHopperPath) {
@@ -217,6 +223,48 @@ TEST(PlanKernelTest, TheCpuTargetHasNoPlan) {
   EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(plan.status().message()),
               HasSubstr("GPU targets only"));
+}
+
+// ------------------------------------------------------------ rings
+
+std::string Gemm(const std::string& from = "", const std::string& to = "") {
+  return FileWith(fs::path(KILN_PHRASINGS_DIR) / "gemm" / "floor_division.tile",
+                  from, to);
+}
+
+TEST(RingPlanTest, AGemmMainLoopRingsBothTilesWithAWholeTileVersion) {
+  auto plan = PlanOf(Gemm(), "sm_80");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_THAT(*plan, HasSubstr("ring over loop k\n  stages          3\n"
+                               "  tiles           A_shared, B_shared\n"
+                               "  second version  straight-line copies"));
+  // HIP has no whole-tile version; Hopper's ring is the TMA ring's
+  // fallback and has none either.
+  auto hip = PlanOf(Gemm(), "gfx90a");
+  ASSERT_TRUE(hip.ok()) << hip.status();
+  EXPECT_THAT(*hip, HasSubstr("tiles           A_shared, B_shared\n"));
+  EXPECT_THAT(*hip, Not(HasSubstr("second version")));
+  auto hopper = PlanOf(Gemm(), "sm_90a");
+  ASSERT_TRUE(hopper.ok()) << hopper.status();
+  EXPECT_THAT(*hopper, HasSubstr("fallback of     the TMA ring"));
+  EXPECT_THAT(*hopper, Not(HasSubstr("second version")));
+}
+
+TEST(RingPlanTest, ACopyTheRingCannotIssueAheadStaysInTheBody) {
+  // B's start depends on a let in the body: it cannot be computed
+  // iterations ahead. A still rings, and the loop is no longer only ring
+  // copies and gemms (no whole-tile version).
+  auto plan = PlanOf(Gemm("    copy B[k * 32:+32, bx * 128:+128] -> B_shared",
+                          "    let kb = k * 32\n"
+                          "    copy B[kb:+32, bx * 128:+128] -> B_shared"),
+                     "sm_80");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_THAT(*plan, HasSubstr("  tiles           A_shared\n"));
+  EXPECT_THAT(*plan, Not(HasSubstr("second version")));
+  // One stage: no ring.
+  auto one = PlanOf(Gemm("stages=3", "stages=1"), "sm_80");
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_THAT(*one, Not(HasSubstr("ring over loop")));
 }
 
 // ------------------------------------------------------------ thread-owned

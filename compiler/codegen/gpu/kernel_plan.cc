@@ -70,6 +70,14 @@ std::string PrintPlan(const KernelPlan& p) {
   } else {
     StrAppend(&s, "pipeline          as written (no warp specialisation)\n");
   }
+  for (const RingPlan& r : p.rings) {
+    StrAppend(&s, "ring over loop ", r.loop->var, "\n  stages          ",
+              r.stages, "\n  tiles           ", Join(r.tiles), "\n");
+    if (r.tma) StrAppend(&s, "  fallback of     the TMA ring\n");
+    if (r.whole_tile_version) {
+      StrAppend(&s, "  second version  straight-line copies of whole tiles\n");
+    }
+  }
   StrAppend(&s, "epilogue          ",
             p.epilogue.descriptions.empty() ? "as written"
                                             : Join(p.epilogue.descriptions),

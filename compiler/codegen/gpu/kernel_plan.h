@@ -99,6 +99,23 @@ struct WarpSpecialisedPlan {
   std::optional<OverlapPlan> overlap;
 };
 
+// A `pipelined` loop's multi-stage ring of shared tiles: the copies issued
+// `stages - 1` iterations ahead into rotating buffers (cp.async where the
+// target has it; elsewhere the copies complete at issue).
+struct RingPlan {
+  const ForStmt* loop = nullptr;
+  int64_t stages = 0;
+  std::vector<const CopyStmt*> copies;  // in body order
+  std::vector<std::string> tiles;       // their destinations
+  // The warp-specialised loop with every copy from a tensor in the ring:
+  // the producer's TMA ring takes it, this ring is its fallback.
+  bool tma = false;
+  // A second version with straight-line copies, taken when every copy is
+  // a whole aligned tile at each iteration (a GEMM main loop whose copies
+  // move affinely with the loop variable).
+  bool whole_tile_version = false;
+};
+
 // The kernel's output path.
 struct EpiloguePlan {
   // First statements of `copy Acc -> X; copy X -> T[...]` pairs stored
@@ -123,8 +140,15 @@ struct KernelPlan {
   WarpSpecialisedPlan ws;
   EpiloguePlan epilogue;
   SharedPlan shared;
+  std::vector<RingPlan> rings;  // pipelined loops with a ring, body order
 
   bool WarpSpecialised() const { return ws.loop != nullptr; }
+  const RingPlan* RingOf(const ForStmt* loop) const {
+    for (const RingPlan& r : rings) {
+      if (r.loop == loop) return &r;
+    }
+    return nullptr;
+  }
 };
 
 // The plan as text, one decision a line, naming tiles and loop variables

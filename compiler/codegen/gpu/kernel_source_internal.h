@@ -488,6 +488,21 @@ class Emitter {
 // dim, a single index in every other dim, at most 5 dims?
 bool IsTileRegion(const Param& p, const Region& r,
                   const std::vector<int64_t>& dims);
+// Whether a rank-2 tile of `dims` (padded by `pad` columns) moves to and
+// from a tensor of dtype `tensor` in 16-byte chunks: unpadded, of the
+// tensor's dtype (not 4-bit), its rows whole chunks.
+bool ChunkedRows(DType tile, const std::vector<int64_t>& dims, int64_t pad,
+                 DType tensor);
+// Whether a tensor region (per dim: free, and its extent) is a tile of
+// `dims`: exactly two free dims of those extents, the second the tensor's
+// innermost, which is contiguous.
+bool TensorTileRegion(const std::vector<int64_t>& dims,
+                      const std::vector<bool>& free,
+                      const std::vector<Expr>& extents, bool inner_contiguous);
+// Names used by a region (its buffer and the names in its slices).
+void RegionUses(const Region& r, std::set<std::string>* used);
+// Uses of names in `b` outside the statement `skip` (and what it nests).
+void UsesOutside(const Block& b, const Stmt* skip, std::set<std::string>* used);
 // Names used by a block (loads, regions, stores) and declared in it.
 void CollectUses(const Block& b, std::set<std::string>* used,
                  std::set<std::string>* declared);

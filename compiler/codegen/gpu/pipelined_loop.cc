@@ -133,61 +133,10 @@ absl::Status Emitter::EmitPipelined(const ForStmt& f, const Loc& loc) {
         At(loc), ": pipelined loop needs a constant stage count in 1..8"));
   }
   const int64_t S = *stages;
-  // Copies that go through the ring.
-  std::set<std::string> inner_used, inner_declared;
-  CollectUses(f.body, &inner_used, &inner_declared);
-  inner_declared.insert(f.var);
-  std::set<std::string> outside;
-  const Stmt* self = nullptr;
-  std::function<void(const Block&)> find = [&](const Block& b) {
-    for (const Stmt& s : b) {
-      if (auto* x = std::get_if<ForStmt>(&s.node)) {
-        if (x == &f) self = &s;
-        find(x->body);
-      } else if (auto* x = std::get_if<IfStmt>(&s.node)) {
-        find(x->then_body);
-        find(x->else_body);
-      }
-    }
-  };
-  find(k_.body);
-  UsesOutside(k_.body, self, &outside);
-  std::vector<const CopyStmt*> ring;
-  std::map<std::string, int> writes;
-  vars_[f.var] = {Mangle(f.var), Type::Int()};
-  for (const Stmt& s : f.body) {
-    std::set<std::string> u, d;
-    CollectUses(Block{s}, &u, &d);
-    if (auto* c = std::get_if<CopyStmt>(&s.node)) writes[c->dst.name]++;
-  }
-  if (S >= 2) {
-    for (const Stmt& s : f.body) {
-      auto* c = std::get_if<CopyStmt>(&s.node);
-      if (!c || !Shared(c->dst.name) || !Whole(c->dst)) continue;
-      const Buf* sb = FindBuf(c->src.name);
-      if (!sb || !sb->tensor || outside.count(c->dst.name) ||
-          writes[c->dst.name] != 1) {
-        continue;
-      }
-      std::set<std::string> u;
-      RegionUses(c->src, &u);
-      bool local_dep = false;
-      for (const std::string& n : u) {
-        if (n != f.var && inner_declared.count(n)) local_dep = true;
-      }
-      if (local_dep) continue;
-      auto src = MakeAccess(c->src);
-      auto dst = MakeAccess(c->dst);
-      if (!src.ok() || !dst.ok()) continue;
-      // Check eligibility by emitting into a scratch buffer.
-      std::string saved = out_;
-      absl::Status st;
-      bool ok = TryFastCopy(*src, *dst, loc, "kiln_probe", false, &st);
-      out_ = saved;
-      if (ok && st.ok()) ring.push_back(c);
-    }
-  }
-  if (ring.empty()) return EmitFor(f, false);
+  // The ring is planned (PlanRings).
+  const RingPlan* planned = kp_.RingOf(&f);
+  if (!planned) return EmitFor(f, false);
+  const std::vector<const CopyStmt*>& ring = planned->copies;
 
   auto range = BindLoop(f);
   if (!range.ok()) return range.status();
@@ -216,7 +165,11 @@ absl::Status Emitter::EmitPipelined(const ForStmt& f, const Loc& loc) {
       if (!src.ok()) return src.status();
       if (!dst.ok()) return dst.status();
       absl::Status st;
-      TryFastCopy(*src, *dst, loc, RingSlot(*c, slot), false, &st);
+      if (!TryFastCopy(*src, *dst, loc, RingSlot(*c, slot), false, &st)) {
+        return absl::InternalError(
+            StrCat(At(loc), ": the ring copy into ", c->dst.name,
+                   " was planned but does not move in 16-byte chunks"));
+      }
       KILN_GPU_RETURN_IF_ERROR(st);
     }
     return absl::OkStatus();
@@ -232,17 +185,9 @@ absl::Status Emitter::EmitPipelined(const ForStmt& f, const Loc& loc) {
     }
     return absl::OkStatus();
   };
-  // Hopper: the warp-specialised TMA ring (cuda/hopper/tma_loop.cc), when every
-  // copy from global memory in the body is in the ring; the cp.async ring below
-  // stays as its fallback.
-  int body_copies = 0;
-  for (const Stmt& s : f.body) {
-    auto* c = std::get_if<CopyStmt>(&s.node);
-    const Buf* src = c ? FindBuf(c->src.name) : nullptr;
-    body_copies += src && src->tensor ? 1 : 0;
-  }
-  const bool ws =
-      &f == kp_.ws.loop && static_cast<int>(ring.size()) == body_copies;
+  // Hopper: the warp-specialised TMA ring (cuda/hopper/tma_loop.cc), when
+  // planned; the cp.async ring below stays as its fallback.
+  const bool ws = planned->tma;
   // Both branches start from the same pending barrier state; what they
   // leave pending is merged after them.
   std::set<std::string> ws_r, ws_w;
@@ -277,19 +222,7 @@ absl::Status Emitter::EmitPipelined(const ForStmt& f, const Loc& loc) {
   // Only a GEMM main loop (ring copies and gemms) gets it: in a fused loop
   // (attention) the interleaved copies lengthen live ranges across the
   // softmax and the version spilled (148 bytes at head dim 128, BM 128).
-  bool version = dialect_.whole_tile_loops && !ws;
-  for (const Stmt& s : f.body) {
-    if (!in_ring(s) && !std::holds_alternative<GemmStmt>(s.node)) {
-      version = false;
-    }
-  }
-  for (const CopyStmt* c : ring) {
-    for (const Slice& sl : c->src.slices) {
-      if (sl.kind != Slice::Kind::kFull && !AffineIn(sl.start, f.var)) {
-        version = false;
-      }
-    }
-  }
+  const bool version = planned->whole_tile_version;
   std::set<std::string> whole_r, whole_w;
   if (version) {
     Line("bool kiln_whole = kiln_hi > kiln_lo;");

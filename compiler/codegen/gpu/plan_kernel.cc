@@ -32,9 +32,11 @@ absl::StatusOr<KernelPlan> PlanKernel(const Kernel& k,
     PlanCluster(k, &plan);
     PlanOverlap(k, &plan);
   }
-  // 8. The epilogue path.
+  // 8. The rings of pipelined loops.
+  PlanRings(k, dialect, &plan);
+  // 9. The epilogue path.
   PlanEpilogue(k, dialect, &plan);
-  // 9. Shared tiles' lives and sharing.
+  // 10. Shared tiles' lives and sharing.
   PlanSharedLives(k, &plan);
   return plan;
 }

@@ -43,6 +43,10 @@ void PlanEpilogue(const Kernel& k, const GpuDialect& dialect, KernelPlan* plan);
 // plan.shared: tile lives and whether tiles share bytes (plan_shared.cc).
 void PlanSharedLives(const Kernel& k, KernelPlan* plan);
 
+// The rings of `pipelined` loops (plan_rings.cc): which copies go through
+// each, whether the TMA ring takes them, and the whole-tile version.
+void PlanRings(const Kernel& k, const GpuDialect& dialect, KernelPlan* plan);
+
 }  // namespace kiln::compiler::gpu
 
 #endif  // KILN_COMPILER_CODEGEN_GPU_PLANNERS_H_

@@ -260,28 +260,23 @@ bool Emitter::TryFastCopy(const Access& src, const Access& dst, const Loc& loc,
         tb.reg->n != tb.dims[1]) {
       return false;
     }
-  } else {
-    if (tb.dims.size() != 2 || tb.layout.empty() || tb.pad != 0) return false;
-    if (src.buf->dtype != dst.buf->dtype) return false;
+  } else if (tb.layout.empty() ||
+             !ChunkedRows(tb.dtype, tb.dims, tb.pad, g.buf->dtype)) {
+    return false;
   }
-  const DType dt = tb.dtype;
-  if (dt == DType::kI4 || dt == DType::kU4) return false;
-  const int64_t eb = DTypeBits(dt) / 8;
-  if (!r2g && (eb < 1 || (tb.dims[1] * eb) % 16 != 0)) return false;
   for (bool f : t.free) {
     if (!f) return false;
   }
-  // The global region: exactly two free dims, none unit, the last one the
-  // tensor's last dim with stride 1.
+  const DType dt = tb.dtype;
+  if (dt == DType::kI4 || dt == DType::kU4) return false;
+  if (!TensorTileRegion(tb.dims, g.free, g.extents,
+                        g.buf->strides.back() == "1LL")) {
+    return false;
+  }
+  // The global region's two free dims.
   std::vector<size_t> fd;
   for (size_t d = 0; d < g.free.size(); ++d) {
     if (g.free[d]) fd.push_back(d);
-  }
-  if (fd.size() != 2 || fd[1] != g.free.size() - 1) return false;
-  if (g.buf->strides.back() != "1LL") return false;
-  for (int i = 0; i < 2; ++i) {
-    auto e = FoldInt(g.extents[fd[i]]);
-    if (!e || *e != tb.dims[i]) return false;
   }
   auto emit = [&]() -> absl::Status {
     std::vector<std::string> start;
@@ -371,6 +366,32 @@ bool Emitter::TryFastCopy(const Access& src, const Access& dst, const Loc& loc,
   };
   (void)loc;
   *st = emit();
+  return true;
+}
+
+bool ChunkedRows(DType tile, const std::vector<int64_t>& dims, int64_t pad,
+                 DType tensor) {
+  if (dims.size() != 2 || pad != 0 || tile != tensor) return false;
+  if (tile == DType::kI4 || tile == DType::kU4) return false;
+  const int64_t eb = DTypeBits(tile) / 8;
+  return eb >= 1 && (dims[1] * eb) % 16 == 0;
+}
+
+bool TensorTileRegion(const std::vector<int64_t>& dims,
+                      const std::vector<bool>& free,
+                      const std::vector<Expr>& extents, bool inner_contiguous) {
+  std::vector<size_t> fd;
+  for (size_t d = 0; d < free.size(); ++d) {
+    if (free[d]) fd.push_back(d);
+  }
+  if (dims.size() != 2 || fd.size() != 2 || fd[1] != free.size() - 1 ||
+      !inner_contiguous) {
+    return false;
+  }
+  for (int i = 0; i < 2; ++i) {
+    auto e = FoldInt(extents[fd[i]]);
+    if (!e || *e != dims[i]) return false;
+  }
   return true;
 }
 

@@ -1,0 +1,145 @@
+// PlanRings: the multi-stage rings of `pipelined` loops (any vendor).
+// 1. Every pipelined loop outside `parallel` bodies with a constant stage
+//    count of 2 to 8 (1: the loop runs as written).
+// 2. Its ring: the copies at the top level of its body from a tensor into
+//    a whole shared tile that
+//    - no statement outside the loop uses and no other copy in the body
+//      writes,
+//    - whose source region depends on no name the body declares (the loop
+//      variable aside: the copy is issued stages - 1 iterations ahead),
+//    - that moves in 16-byte chunks (ChunkedRows: an unpadded tile of the
+//      tensor's dtype whose rows are whole chunks; TensorTileRegion: the
+//      region's two free dims the tile's, the innermost contiguous).
+// 3. `tma`: the loop is the warp-specialised one and every copy from a
+//    tensor in its body is in the ring (the producer's TMA ring takes it;
+//    this ring stays its fallback).
+// 4. The whole-tile version (targets with dialect.whole_tile_loops): not a
+//    TMA ring's fallback, a body of ring copies and gemms only (in a fused
+//    loop the interleaved straight-line copies lengthen live ranges across
+//    the softmax and spill), each ring copy's starts affine in the loop
+//    variable (whole at the first and last iteration means whole at every
+//    one).
+#include <functional>
+
+#include "compiler/codegen/gpu/kernel_source_internal.h"
+#include "compiler/codegen/gpu/planners.h"
+#include "compiler/codegen/gpu/stmt_access.h"
+#include "compiler/ir/const_fold.h"
+
+namespace kiln::compiler::gpu {
+namespace {
+
+struct RingPlanner {
+  const Kernel& k;
+  const GpuDialect& dialect;
+  KernelPlan* plan;
+  std::map<std::string, const Param*> tensors;
+
+  // The region of a tensor as the emitter addresses it: per dim whether it
+  // is free and its extent.
+  bool IsTileOf(const Param& p, const Region& r,
+                const std::vector<int64_t>& dims) const {
+    std::vector<bool> free;
+    std::vector<Expr> extents;
+    for (size_t d = 0; d < p.shape.size(); ++d) {
+      Slice s;
+      if (r.has_slices && d < r.slices.size()) s = r.slices[d];
+      free.push_back(s.kind != Slice::Kind::kIndex);
+      extents.push_back(s.kind == Slice::Kind::kRange  ? FoldConstants(s.extent)
+                        : s.kind == Slice::Kind::kFull ? p.shape[d]
+                                                       : Expr::Int(1));
+    }
+    bool contiguous = true;
+    if (!p.strides.empty()) {
+      auto c = FoldInt(p.strides.back());
+      contiguous = c && *c == 1;
+    }
+    return internal::TensorTileRegion(dims, free, extents, contiguous);
+  }
+
+  void Loop(const Stmt& self, const ForStmt& f) {
+    auto stages = f.stages ? FoldInt(*f.stages) : std::nullopt;
+    if (!stages || *stages < 2 || *stages > 8) return;
+    const FragmentPlan& frag = plan->fragments;
+    std::set<std::string> used, declared, outside;
+    internal::CollectUses(f.body, &used, &declared);
+    declared.insert(f.var);
+    internal::UsesOutside(k.body, &self, &outside);
+    std::map<std::string, int> writes;
+    for (const Stmt& s : f.body) {
+      if (auto* c = std::get_if<CopyStmt>(&s.node)) writes[c->dst.name]++;
+    }
+    RingPlan ring;
+    ring.loop = &f;
+    ring.stages = *stages;
+    int tensor_copies = 0;
+    bool gemm_loop = true;
+    for (const Stmt& s : f.body) {
+      auto* c = std::get_if<CopyStmt>(&s.node);
+      auto p = c ? tensors.find(c->src.name) : tensors.end();
+      if (p != tensors.end()) ++tensor_copies;
+      const bool in_ring = [&] {
+        if (p == tensors.end() || !InSharedMemory(frag, c->dst.name) ||
+            !Whole(c->dst) || outside.count(c->dst.name) ||
+            writes[c->dst.name] != 1) {
+          return false;
+        }
+        std::set<std::string> u;
+        internal::RegionUses(c->src, &u);
+        for (const std::string& n : u) {
+          if (n != f.var && declared.count(n)) return false;
+        }
+        const TileInfo& t = frag.tiles.at(c->dst.name);
+        const int64_t pad =
+            t.layout.kind == Layout::Kind::kPadded ? t.layout.param : 0;
+        return internal::ChunkedRows(t.dtype, t.dims, pad, p->second->dtype) &&
+               IsTileOf(*p->second, c->src, t.dims);
+      }();
+      if (in_ring) {
+        ring.copies.push_back(c);
+        ring.tiles.push_back(c->dst.name);
+      } else if (!std::holds_alternative<GemmStmt>(s.node)) {
+        gemm_loop = false;
+      }
+    }
+    if (ring.copies.empty()) return;
+    ring.tma = &f == plan->ws.loop &&
+               static_cast<int>(ring.copies.size()) == tensor_copies;
+    bool affine = true;
+    for (const CopyStmt* c : ring.copies) {
+      for (const Slice& sl : c->src.slices) {
+        if (sl.kind != Slice::Kind::kFull &&
+            !internal::AffineIn(sl.start, f.var)) {
+          affine = false;
+        }
+      }
+    }
+    ring.whole_tile_version =
+        dialect.whole_tile_loops && !ring.tma && gemm_loop && affine;
+    plan->rings.push_back(std::move(ring));
+  }
+
+  void Block(const kiln::compiler::Block& b) {
+    for (const Stmt& s : b) {
+      if (auto* f = std::get_if<ForStmt>(&s.node)) {
+        if (f->loop == LoopKind::kPipelined) Loop(s, *f);
+        Block(f->body);
+      } else if (auto* i = std::get_if<IfStmt>(&s.node)) {
+        Block(i->then_body);
+        Block(i->else_body);
+      }
+    }
+  }
+};
+
+}  // namespace
+
+void PlanRings(const Kernel& k, const GpuDialect& dialect, KernelPlan* plan) {
+  RingPlanner p{k, dialect, plan, {}};
+  for (const Param& param : k.params) {
+    if (param.is_tensor) p.tensors[param.name] = &param;
+  }
+  p.Block(k.body);
+}
+
+}  // namespace kiln::compiler::gpu
