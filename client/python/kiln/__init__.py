@@ -17,7 +17,7 @@
     c = kernel(a, b)          # NumPy: CPU target; torch CUDA: current stream
 """
 
-from kiln import language
+from kiln import language, math
 from kiln._client import connect, embedded
 from kiln.autotuner import autotune
 from kiln.errors import (KilnArgumentError, KilnCompileError, KilnError,
@@ -25,6 +25,8 @@ from kiln.errors import (KilnArgumentError, KilnCompileError, KilnError,
 from kiln.jit import JITKernel, compile, jit
 
 __version__ = "0.1.0"
+
+cdiv = math.cdiv
 
 
 class _PassConfigKeys:

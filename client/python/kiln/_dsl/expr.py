@@ -227,6 +227,13 @@ def compare(op: str, a: Any, b: Any) -> Any:
     if _is_number(a) and _is_number(b):
         return _PY_CMP[op](a, b)
     x, y = as_expr(a), as_expr(b)
+    # A bool against the integer 0 or 1 (TileLang masks: `mask[i] == 1`)
+    # compares with false / true.
+    if op in ("==", "!=") and x.ty != y.ty:
+        if x.ty == "bool" and y.kind == "const" and y.a in (0, 1):
+            y = as_expr(bool(y.a))
+        elif y.ty == "bool" and x.kind == "const" and x.a in (0, 1):
+            x = as_expr(bool(x.a))
     if "bool" in (x.ty, y.ty) and not (x.ty == y.ty and op in ("==", "!=")):
         raise KilnSourceError(f"cannot compare '{x}' and '{y}' with '{op}'")
     return Expr("bin", op, x, y, "bool")

@@ -301,7 +301,7 @@ class _Translator:
                 raise self._locate(e, arg) from None
 
     def _bind_param(self, name: str, ann: Any) -> None:
-        pname = self.names.interface(name, "parameter")
+        pname = self.names.parameter(name)
         if isinstance(ann, TensorType):
             shape = []
             for d in ann.shape:

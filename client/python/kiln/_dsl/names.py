@@ -54,6 +54,20 @@ class NameTable:
         self.used.add(name)
         return name
 
+    def parameter(self, name: str) -> str:
+        """A parameter's tile-IR name: its own, or where that is a tile-IR
+        keyword or dtype (``kernel``, ``copy``, ``f16``), ``name_`` (made
+        unique); the Python name still refers to it."""
+        if name.isascii() and name.isidentifier() and (
+                name in KEYWORDS or name in IR_BITS):
+            base, n = name + "_", 0
+            ir = base
+            while ir in self.used or ir in RESERVED:
+                n += 1
+                ir = f"{base}{n}"
+            return self.interface(ir, "parameter")
+        return self.interface(name, "parameter")
+
     def fresh(self, base: str) -> str:
         """A new local name derived from ``base``, unique in the kernel."""
         if not base.isascii() or not base.isidentifier():

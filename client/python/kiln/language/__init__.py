@@ -69,12 +69,39 @@ class TensorType:
         return f"T.Tensor({self.shape}, {self.dtype!r})"
 
 
-def Tensor(shape: Any, dtype: Any = "float32") -> TensorType:  # noqa: N802
-    """``T.Tensor(shape, dtype)``: a row-major global tensor parameter."""
-    return TensorType(shape, dtype)
+class _TensorSpelling:
+    """``T.Tensor(shape, dtype)`` or ``T.Tensor[shape, dtype]``: a row-major
+    global tensor parameter. As TileLang's macro annotations
+    (``T.SharedBuffer(shape, dtype)``, ...) it documents a parameter."""
+
+    def __init__(self, name: str):
+        self._name = name
+
+    def __call__(self, shape: Any, dtype: Any = "float32",
+                 data: Any = None) -> TensorType:
+        if data is not None:
+            raise KilnSourceError(
+                f"T.{self._name}(shape, dtype, buf.data) buffer views are "
+                "not supported: pass the tensor itself")
+        return TensorType(shape, dtype)
+
+    def __getitem__(self, item: Any) -> TensorType:
+        if not isinstance(item, tuple) or len(item) != 2:
+            raise KilnSourceError(
+                f"T.{self._name}[shape, dtype] needs a shape and a dtype")
+        return TensorType(item[0], item[1])
+
+    def __repr__(self) -> str:
+        return f"T.{self._name}"
 
 
-Buffer = Tensor
+Tensor = _TensorSpelling("Tensor")
+Buffer = _TensorSpelling("Buffer")
+SharedBuffer = _TensorSpelling("SharedBuffer")
+FragmentBuffer = _TensorSpelling("FragmentBuffer")
+LocalBuffer = _TensorSpelling("LocalBuffer")
+# ``dtype: T.dtype = "float16"`` annotations of kernel factories.
+dtype = DType
 
 
 def StridedTensor(shape: Any, strides: Any,  # noqa: N802
@@ -160,11 +187,10 @@ def _range(start: Any, stop: Any) -> Tuple[Any, ...]:
 def Pipelined(start: Any, stop: Any = None, num_stages: Any = 0,  # noqa: N802
               order: Any = None, stage: Any = None, sync: Any = None,
               group: Any = None, annotations: Any = None) -> LoopSpec:
-    """A software-pipelined loop; ``num_stages=0`` is a plain serial loop."""
-    if any(v is not None for v in (order, stage, sync, group)):
-        raise KilnSourceError(
-            "T.Pipelined(order=, stage=, sync=, group=) manual schedules are "
-            "not supported; the compiler schedules pipelined copies")
+    """A software-pipelined loop; ``num_stages=0`` is a plain serial loop.
+    TileLang's manual schedule (``order=``, ``stage=``, ``sync=``,
+    ``group=``) is accepted and not followed: the compiler places the
+    loop's copies in the ring and schedules the body itself."""
     if isinstance(num_stages, int) and num_stages == 0:
         return LoopSpec("serial", _range(start, stop))
     return LoopSpec("pipelined", _range(start, stop), num_stages)
@@ -378,6 +404,11 @@ def sigmoid(x: Any) -> Any:
 
 def erf(x: Any) -> Any:
     return _expr.call("erf", [x])
+
+
+def clamp(x: Any, lo: Any, hi: Any) -> Any:
+    """``x`` limited to ``[lo, hi]``: ``max(min(x, hi), lo)``."""
+    return max(min(x, hi), lo)
 
 
 def fma(a: Any, b: Any, c: Any) -> Any:

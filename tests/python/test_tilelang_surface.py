@@ -1,0 +1,101 @@
+"""TileLang spellings a port uses unchanged (issue 25, items 5 and 6): each
+builds the tile IR its Kiln spelling does and runs on the CPU target against
+NumPy with ragged shapes."""
+
+import numpy as np
+import pytest
+
+import kiln
+import kiln.language as T
+
+N = T.symbolic("N")
+
+
+@pytest.fixture
+def rng():
+    seed = int(np.random.SeedSequence().entropy % (1 << 32))
+    print(f"random seed {seed}")
+    return np.random.default_rng(seed)
+
+
+@kiln.jit(out_idx=[-1])
+def clamp_kernel(block=128, dtype: T.dtype = "float32"):
+    # T.Tensor[...] subscripts, a macro whose parameters carry TileLang's
+    # buffer annotations, T.clamp, a parameter named like a tile-IR
+    # keyword and a manual T.Pipelined schedule.
+    @T.macro
+    def load(dst: T.FragmentBuffer((block,), dtype),
+             src: T.SharedBuffer((block,), dtype)):
+        T.copy(src, dst)
+
+    @T.prim_func
+    def main(kernel: T.Tensor[(N,), dtype], Y: T.Buffer[(N,), dtype]):
+        with T.Kernel(T.ceildiv(N, block), threads=128) as bx:
+            s = T.alloc_shared((block,), dtype)
+            x = T.alloc_fragment((block,), dtype)
+            for _ in T.Pipelined(1, num_stages=1, order=[0, 1],
+                                 stage=[0, 0], group=[[0], [1]]):
+                T.copy(kernel[bx * block], s)
+            load(x, s)
+            for i in T.Parallel(block):
+                x[i] = T.clamp(x[i], -0.5, 0.5)
+            T.copy(x, Y[bx * block])
+    return main
+
+
+def test_tilelang_spellings_build_the_same_ir_as_kiln_spellings(backend, rng):
+    k = clamp_kernel()
+    ir = k.ir
+    # The keyword-named parameter gets an IR name of its own.
+    assert "kernel main(kernel_: f32[N], Y: f32[N])" in ir
+    assert "copy kernel_[bx * 128:+128] -> s" in ir
+    assert "x[i] = max(min(x[i], 0.5), -0.5)" in ir
+    n = 1000 + int(rng.integers(1, 127))
+    a = rng.standard_normal(n).astype(np.float32)
+    np.testing.assert_array_equal(k(a), np.clip(a, -0.5, 0.5))
+
+
+def test_a_bool_mask_compares_with_integers(backend, rng):
+    @kiln.jit(out_idx=[-1])
+    def masked():
+        @T.prim_func
+        def main(Mask: T.Tensor((N,), "bool"), X: T.Tensor((N,), "float32"),
+                 Y: T.Tensor((N,), "float32")):
+            with T.Kernel(T.ceildiv(N, 128), threads=128) as bx:
+                m = T.alloc_fragment((128,), "bool")
+                x = T.alloc_fragment((128,), "float32")
+                T.copy(Mask[bx * 128], m)
+                T.copy(X[bx * 128], x)
+                for i in T.Parallel(128):
+                    if m[i] == 1:
+                        x[i] = 0.0
+                    if 0 != m[i]:
+                        x[i] = x[i] + 1.0
+                T.copy(x, Y[bx * 128])
+        return main
+
+    k = masked()
+    assert "if m[i] == true {" in k.ir
+    n = 300 + int(rng.integers(1, 127))
+    mask = rng.integers(0, 2, n).astype(bool)
+    x = rng.standard_normal(n).astype(np.float32)
+    np.testing.assert_array_equal(k(mask, x), np.where(mask, 1.0, x))
+
+
+def test_host_helpers():
+    assert kiln.cdiv(1000, 128) == 8 and kiln.cdiv(1024, 128) == 8
+    assert kiln.math.next_power_of_2(1) == 1
+    assert kiln.math.next_power_of_2(100) == 128
+    assert kiln.math.next_power_of_2(128) == 128
+    assert kiln.math.prev_power_of_2(100) == 64
+    # On kernel values, cdiv is T.ceildiv.
+    assert str(kiln.cdiv(N, 64)) == str(T.ceildiv(N, 64))
+    with pytest.raises(kiln.KilnSourceError, match="Python integers"):
+        kiln.math.next_power_of_2(1.5)
+
+
+def test_unsupported_tilelang_surface_is_refused_clearly():
+    with pytest.raises(kiln.KilnSourceError, match="buffer views"):
+        T.Tensor((4,), "float32", object())
+    with pytest.raises(kiln.KilnSourceError, match=r"\[shape, dtype\]"):
+        T.Tensor[(4,)]
