@@ -139,3 +139,18 @@ def test_autotune_on_cuda_tensors_tunes_on_the_gpu(tmp_path):
             "the CPU target")
     finally:
         _client.set_default(None)
+
+
+def test_profiler_of_a_tilelang_example_main():
+    # The host side every TileLang example's main() uses: inputs are torch
+    # CUDA tensors made from the signature, checked against a torch
+    # reference, timed with CUDA events.
+    kernel = kernels.matmul(512, 384, 256, 128, 128, 32)
+    profiler = kernel.get_profiler(
+        tensor_supply_type=kiln.TensorSupplyType.Integer)
+    a, b = profiler.inputs()
+    assert a.is_cuda and a.dtype == torch.float16 and a.shape == (512, 256)
+    profiler.assert_allclose(lambda x, y: x @ y, rtol=1e-2, atol=1e-2)
+    ms = profiler.do_bench(warmup=5, rep=20)
+    ref_ms = profiler.do_bench(lambda x, y: x @ y, warmup=5, rep=20)
+    assert 0 < ms < 100 and 0 < ref_ms < 100

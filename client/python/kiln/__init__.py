@@ -17,12 +17,13 @@
     c = kernel(a, b)          # NumPy: CPU target; torch CUDA: current stream
 """
 
-from kiln import language, math
+from kiln import language, math, profiler
 from kiln._client import connect, embedded
 from kiln.autotuner import autotune
 from kiln.errors import (KilnArgumentError, KilnCompileError, KilnError,
                          KilnLibraryError, KilnSourceError, KilnStatusError)
 from kiln.jit import JITKernel, compile, jit
+from kiln.profiler import TensorSupplyType
 
 __version__ = "0.1.0"
 

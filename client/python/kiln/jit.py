@@ -88,6 +88,15 @@ class JITKernel:
         """TileLang's name for the generated source: here the tile IR."""
         return self.ir
 
+    def get_profiler(self, tensor_supply_type: Any = None,
+                     **_options: Any) -> Any:
+        """TileLang's profiler: inputs from the signature, a check against
+        a reference program, timing (kiln/profiler.py)."""
+        from kiln import profiler
+        supply = tensor_supply_type if tensor_supply_type is not None \
+            else profiler.TensorSupplyType.Auto
+        return profiler.Profiler(self, supply)
+
     def __repr__(self) -> str:
         return f"<kiln JITKernel {self.name} bindings={self.bindings}>"
 
