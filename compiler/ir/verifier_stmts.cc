@@ -266,11 +266,18 @@ void KernelVerifier::CheckStore(const Stmt& stmt, const StoreStmt& s,
   if (info == nullptr) {
     checker_.ReportUnknown(s.name, stmt.loc);
     ok = false;
-  } else if (info->kind == NameKind::kTensor) {
+  } else if (info->kind == NameKind::kTensor && !ctx.in_parallel) {
     Report(stmt.loc, StrCat("cannot store into tensor '", s.name,
-                            "'; write tensors with copy or atomic_add"));
+                            "' outside 'parallel'; store tensor elements in "
+                            "a 'parallel' body, or write tensors with copy "
+                            "or atomic_add"));
     ok = false;
-  } else if (info->kind != NameKind::kTile) {
+  } else if (info->kind == NameKind::kTensor && s.op != AssignOp::kSet) {
+    Report(stmt.loc, StrCat("compound assignment into tensor '", s.name,
+                            "': elements of a 'parallel' may race; use "
+                            "atomic_add, or '='"));
+    ok = false;
+  } else if (info->kind != NameKind::kTile && info->kind != NameKind::kTensor) {
     Report(stmt.loc, StrCat("cannot store into '", s.name, "', a ",
                             NameKindName(info->kind),
                             "; only tile elements can be stored"));

@@ -52,6 +52,10 @@ class Pass {
 // Binds tunables and fixed symbols to their values, checks `where`
 // constraints and candidate membership, folds constants.
 std::unique_ptr<Pass> CreateSpecializePass();
+// Every target: tensor element loads read zero and element stores are
+// skipped where an index is outside its dim (a select / an `if` around
+// each, left out where constants decide it).
+std::unique_ptr<Pass> CreateGuardTensorElementsPass();
 // Simplifies index arithmetic and drops `if` conditions the prover shows
 // always true or always false (bounds checks made unnecessary by static dims
 // or `assume` facts).

@@ -1,7 +1,8 @@
 // End-to-end tests of the element-wise, data-movement and selection kernels
 // on the CPU: adam_step, the two int4 dequantisers, dropout,
 // elementwise_broadcast (column-major input), the three quantisers,
-// stencil_blur, transpose and topk.
+// stencil_blur, transpose, topk and the paged KV-cache write (element stores
+// into tensors at data-dependent indices).
 #include <cmath>
 #include <cstdlib>
 
@@ -20,6 +21,7 @@ KILN_E2E_COVERS("dequant_int4.tile", "dequant_i4");
 KILN_E2E_COVERS("dequant_int4.tile", "unpack_i4_bytes");
 KILN_E2E_COVERS("dropout.tile", "dropout");
 KILN_E2E_COVERS("elementwise_broadcast.tile", "elementwise_broadcast");
+KILN_E2E_COVERS("kv_cache_write.tile", "kv_cache_write");
 KILN_E2E_COVERS("quantize.tile", "quantize_fp8_e4m3");
 KILN_E2E_COVERS("quantize.tile", "quantize_fp8_e5m2");
 KILN_E2E_COVERS("quantize.tile", "quantize_q15");
@@ -217,6 +219,46 @@ class ElementwiseE2eTest : public E2eTest {
                  normalize ? OutputTolerance(DType::kF32, kK) : Exact()));
   }
 };
+
+// Tokens scattered into a paged cache by slot: distinct slots, every fourth
+// token padding (-1), a ragged last block of tokens; every cache element not
+// named by a slot keeps its value, and nothing outside the caches is
+// written (the harness's guard pages).
+TEST_F(ElementwiseE2eTest, KvCacheWriteScattersTokensIntoTheirSlots) {
+  for (int64_t bt : {16, 32}) {
+    SCOPED_TRACE(::testing::Message() << "BT=" << bt);
+    KILN_E2E_LOAD(kernel, "kv_cache_write.tile", "kv_cache_write",
+                  {{"BT", bt}});
+    const int64_t t = 37, h = 2, pages = 5, page = 16, d = 128;
+    HostTensor k = Random(DType::kBF16, {t, h, d}, -1, 1);
+    HostTensor v = Random(DType::kBF16, {t, h, d}, -1, 1);
+    std::vector<int64_t> free_slots(pages * page);
+    for (int64_t i = 0; i < pages * page; ++i) free_slots[i] = i;
+    HostTensor slots(DType::kI32, {t});
+    for (int64_t i = 0; i < t; ++i) {
+      // (A partial Fisher-Yates shuffle: distinct slots.)
+      const int64_t j = rng().UniformInt(i, pages * page - 1);
+      std::swap(free_slots[i], free_slots[j]);
+      slots.Set(i, i % 4 == 3 ? -1 : static_cast<double>(free_slots[i]));
+    }
+    HostTensor kc = Random(DType::kBF16, {pages, page, h, d}, -1, 1);
+    HostTensor vc = Random(DType::kBF16, {pages, page, h, d}, -1, 1);
+    std::vector<double> kref = kc.Values(), vref = vc.Values();
+    const std::vector<double> kv = k.Values(), vv = v.Values();
+    for (int64_t i = 0; i < t; ++i) {
+      const int64_t slot = static_cast<int64_t>(slots.Get(i));
+      if (slot < 0) continue;
+      for (int64_t e = 0; e < h * d; ++e) {
+        kref[slot * h * d + e] = kv[i * h * d + e];
+        vref[slot * h * d + e] = vv[i * h * d + e];
+      }
+    }
+    ASSERT_TRUE(
+        Launch().In(k).In(v).In(slots).InOut(kc).InOut(vc).Run(*kernel));
+    EXPECT_TRUE(AllClose(kc, kref, Exact()));
+    EXPECT_TRUE(AllClose(vc, vref, Exact()));
+  }
+}
 
 TEST_F(ElementwiseE2eTest, AdamStep) {
   RunAdam({}, 3000);

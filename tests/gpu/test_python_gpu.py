@@ -154,3 +154,41 @@ def test_profiler_of_a_tilelang_example_main():
     ms = profiler.do_bench(warmup=5, rep=20)
     ref_ms = profiler.do_bench(lambda x, y: x @ y, warmup=5, rep=20)
     assert 0 < ms < 100 and 0 < ref_ms < 100
+
+
+def test_kv_cache_write_scatters_by_slot():
+    # Element stores into global tensors at data-dependent indices (the
+    # paged KV-cache write of tests/compiler/corpus/kv_cache_write.tile,
+    # TileLang-style): distinct slots, padding tokens (-1) not stored.
+    Tk, P, S = T.symbolic("T"), T.symbolic("P"), T.symbolic("S")
+
+    @kiln.jit(out_idx=[])
+    def kv_write(heads=8, dim=128, block=16):
+        @T.prim_func
+        def main(K: T.Tensor((Tk, heads, dim), "bfloat16"),
+                 Slots: T.Tensor((Tk,), "int32"),
+                 Cache: T.Tensor((P, S, heads, dim), "bfloat16")):
+            with T.Kernel(T.ceildiv(Tk, block), heads, threads=128) as (bx, h):
+                k = T.alloc_fragment((block, dim), "bfloat16")
+                slot = T.alloc_fragment((block,), "int32")
+                T.copy(K[bx * block:(bx + 1) * block, h, :], k)
+                T.copy(Slots[bx * block], slot)
+                for i, d in T.Parallel(block, dim):
+                    s = slot[i]
+                    if bx * block + i < Tk and s >= 0:
+                        Cache[s // S, s % S, h, d] = k[i, d]
+        return main
+
+    kernel = kv_write()
+    tokens, pages, page = 300, 40, 16
+    k = randn(tokens, 8, 128, dtype=torch.bfloat16)
+    slots = torch.randperm(pages * page, device="cuda",
+                           generator=gen)[:tokens].to(torch.int32)
+    slots[::5] = -1
+    cache = randn(pages, page, 8, 128, dtype=torch.bfloat16)
+    want = cache.clone().view(pages * page, 8, 128)
+    keep = slots >= 0
+    want[slots[keep].long()] = k[keep]
+    kernel(k, slots, cache)
+    torch.cuda.synchronize()
+    assert torch.equal(cache.view(pages * page, 8, 128), want)

@@ -46,8 +46,10 @@ CASES = [
      "    a[i, j] = a[i, j] // 2  # HERE", "floor division '//' takes integers"),
     ("fragment_store_outside_parallel", "a[0, 0] = 1.0  # HERE",
      "store its elements inside a T.Parallel loop"),
-    ("global_store", "for i, j in T.Parallel(64, 64):\n"
-     "    A[i, j] = 1.0  # HERE", "write it with T.copy or T.atomic_add"),
+    ("global_store_outside_parallel", "A[0, 0] = 1.0  # HERE",
+     "store its elements inside a T.Parallel loop, or write it with T.copy"),
+    ("global_compound_store", "for i, j in T.Parallel(64, 64):\n"
+     "    A[i, j] += 1.0  # HERE", "may race; use T.atomic_add"),
     ("tile_op_in_parallel", "for i, j in T.Parallel(64, 64):\n"
      "    T.clear(a)  # HERE", "T.clear cannot be used inside T.Parallel"),
     ("nested_parallel", "for i in T.Parallel(64):\n"

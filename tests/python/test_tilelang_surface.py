@@ -99,3 +99,43 @@ def test_unsupported_tilelang_surface_is_refused_clearly():
         T.Tensor((4,), "float32", object())
     with pytest.raises(kiln.KilnSourceError, match=r"\[shape, dtype\]"):
         T.Tensor[(4,)]
+
+
+@kiln.jit(out_idx=[1, 2])
+def row_normalise(block_M=4, cols=64):
+    # TileLang's most common store: tensor elements written from a
+    # T.Parallel (issue 25, item 1), here past a ragged last block.
+    @T.prim_func
+    def main(X: T.Tensor((N, cols), "float32"),
+             Y: T.Tensor((N, cols), "float32"),
+             L: T.Tensor((N,), "float32")):
+        with T.Kernel(T.ceildiv(N, block_M), threads=128) as bx:
+            x = T.alloc_fragment((block_M, cols), "float32")
+            s = T.alloc_fragment((block_M,), "float32")
+            T.copy(X[bx * block_M, 0], x)
+            T.reduce_sum(x, s, dim=1)
+            for i, j in T.Parallel(block_M, cols):
+                Y[bx * block_M + i, j] = x[i, j] / s[i]
+            for i in T.Parallel(block_M):
+                L[bx * block_M + i] = s[i]
+    return main
+
+
+def test_tensor_elements_are_stored_from_a_parallel(backend, rng):
+    k = row_normalise()
+    assert "Y[bx * 4 + i, j] = x[i, j] / s[i]" in k.ir
+    n = 37  # the last block's row 37..39 are past the end: not stored
+    x = rng.uniform(0.5, 1.5, (n, 64)).astype(np.float32)
+    y, l = k(x)
+    np.testing.assert_allclose(l, x.sum(axis=1), rtol=1e-5)
+    np.testing.assert_allclose(y, x / x.sum(axis=1, keepdims=True),
+                               rtol=1e-5)
+
+
+def test_a_compound_store_into_a_tensor_is_refused():
+    with pytest.raises(kiln.KilnSourceError, match="may race"):
+        @T.prim_func
+        def main(X: T.Tensor((N,), "float32")):
+            with T.Kernel(T.ceildiv(N, 128), threads=128) as bx:
+                for i in T.Parallel(128):
+                    X[bx * 128 + i] += 1.0

@@ -615,10 +615,15 @@ class _Translator:
 
     def _emit_store(self, buf: Buffer, idx: List[Any], op: str,
                     value: Any) -> None:
-        if buf.scope == "global":
+        if buf.scope == "global" and not self.in_parallel:
             raise KilnSourceError(
-                f"'{buf.py_name}' is a global tensor: write it with T.copy or "
+                f"'{buf.py_name}' is a global tensor: store its elements "
+                "inside a T.Parallel loop, or write it with T.copy or "
                 "T.atomic_add")
+        if buf.scope == "global" and op != "=":
+            raise KilnSourceError(
+                f"'{op}' into global tensor '{buf.py_name}': elements of a "
+                "T.Parallel may race; use T.atomic_add, or '='")
         if buf.scope != "local" and not self.in_parallel:
             raise KilnSourceError(
                 f"'{buf.py_name}' is a {buf.scope} tile: store its elements "
