@@ -10,12 +10,18 @@
 //    bodies) becomes `if in_range { T[i, ...] = v }`.
 // `in_range` is the conjunction over dims of `0 <= i` and `i < dim`,
 // leaving out the conjuncts that constants decide (a constant index, or
-// `e % c` into a dim of at least c); the simplify pass (CPU) drops the rest
-// where the prover shows them true, and the GPU emitter hoists the linear
-// ones into one test per statement.
+// `e % c` into a dim of at least c) and those the prover shows true from
+// the facts in scope, as the simplify pass gathers them: symbols >= 0,
+// block indices in the grid, `assume`s, loop and parallel variables in
+// their ranges, the conditions of enclosing `if`s, index lets (so
+// `if col < N { ... W[col] ... }` tests nothing more). The GPU emitter
+// hoists the linear ones left into one test per statement.
 #include <map>
 
+#include "compiler/arith/prover.h"
+#include "compiler/arith/simplify_expr.h"
 #include "compiler/ir/const_fold.h"
+#include "compiler/passes/kernel_facts.h"
 #include "compiler/passes/passes.h"
 
 namespace kiln::compiler {
@@ -23,13 +29,27 @@ namespace {
 
 class Guarder {
  public:
-  explicit Guarder(const Kernel& k) {
+  Guarder(const Kernel& k, Prover* prover) : prover_(prover) {
     for (const Param& p : k.params) {
       if (p.is_tensor) tensors_[p.name] = &p;
     }
   }
 
-  Expr InRange(const Param& p, const std::vector<Expr>& idx) const {
+  // The kernel-wide facts, then the body.
+  void Run(Kernel& k) {
+    prover_->Push();
+    AddSymbolFacts(k, prover_, &names_);
+    for (const Expr& a : k.assumptions) prover_->AddFact(a);
+    AddBlockRanges(k, prover_, &names_);
+    Rewrite(k.body);
+    prover_->Pop();
+  }
+
+  bool Proven(const Expr& c) {
+    return IsIndexExpr(c, names_) && prover_->CanProve(c);
+  }
+
+  Expr InRange(const Param& p, const std::vector<Expr>& idx) {
     Expr g = Expr::Bool(true);
     auto conj = [&](Expr c) {
       g = g.kind == ExprKind::kBool
@@ -45,9 +65,13 @@ class Guarder {
         const auto c = FoldInt(idx[d].args[1]);
         if (c && *c > 0 && *c <= *dim) continue;
       }
-      if (!i || *i < 0) conj(Expr::Binary(BinaryOp::kLe, Expr::Int(0), idx[d]));
+      if (!i || *i < 0) {
+        Expr lo = Expr::Binary(BinaryOp::kLe, Expr::Int(0), idx[d]);
+        if (!Proven(lo)) conj(std::move(lo));
+      }
       if (!i || !dim || *i >= *dim) {
-        conj(Expr::Binary(BinaryOp::kLt, idx[d], p.shape[d]));
+        Expr hi = Expr::Binary(BinaryOp::kLt, idx[d], p.shape[d]);
+        if (!Proven(hi)) conj(std::move(hi));
       }
     }
     return g;
@@ -58,7 +82,7 @@ class Guarder {
     return Expr::Cast(t, Expr::Int(0));
   }
 
-  void Rewrite(Expr& e) const {
+  void Rewrite(Expr& e) {
     for (Expr& a : e.args) Rewrite(a);
     if (e.kind != ExprKind::kLoad) return;
     auto it = tensors_.find(e.name);
@@ -72,33 +96,60 @@ class Guarder {
                    loc);
   }
 
-  void Rewrite(Region& r) const {
+  void Rewrite(Region& r) {
     for (Slice& s : r.slices) {
       if (s.kind != Slice::Kind::kFull) Rewrite(s.start);
       if (s.kind == Slice::Kind::kRange) Rewrite(s.extent);
     }
   }
 
-  void Rewrite(Block& b) const {
+  void Rewrite(Block& b) {
+    prover_->Push();  // lets are visible to the end of their block
     for (Stmt& s : b) {
       std::visit(
           [&](auto& n) {
             using T = std::decay_t<decltype(n)>;
             if constexpr (std::is_same_v<T, LetStmt>) {
               Rewrite(n.value);
+              if (IsIndexExpr(n.value, names_)) {
+                names_.insert(n.name);
+                prover_->AddFact(
+                    Expr::Binary(BinaryOp::kEq, Expr::Var(n.name), n.value));
+              }
             } else if constexpr (std::is_same_v<T, StoreStmt>) {
               for (Expr& i : n.indices) Rewrite(i);
               Rewrite(n.value);
             } else if constexpr (std::is_same_v<T, IfStmt>) {
               Rewrite(n.cond);
+              const bool fact = IsIndexExpr(n.cond, names_);
+              prover_->Push();
+              if (fact) prover_->AddFact(n.cond);
               Rewrite(n.then_body);
+              prover_->Pop();
+              prover_->Push();
+              if (fact) {
+                prover_->AddFact(Expr::Unary(UnaryOp::kNot, n.cond));
+              }
               Rewrite(n.else_body);
+              prover_->Pop();
             } else if constexpr (std::is_same_v<T, ForStmt>) {
               if (n.start) Rewrite(*n.start);
               Rewrite(n.stop);
+              prover_->Push();
+              names_.insert(n.var);
+              prover_->AddRange(n.var, n.start ? *n.start : Expr::Int(0),
+                                n.stop);
               Rewrite(n.body);
+              prover_->Pop();
             } else if constexpr (std::is_same_v<T, ParallelStmt>) {
+              prover_->Push();
+              for (size_t v = 0; v < n.vars.size() && v < n.extents.size();
+                   ++v) {
+                names_.insert(n.vars[v]);
+                prover_->AddRange(n.vars[v], Expr::Int(0), n.extents[v]);
+              }
               Rewrite(n.body);
+              prover_->Pop();
             } else if constexpr (std::is_same_v<T, CopyStmt>) {
               Rewrite(n.src);
               Rewrite(n.dst);
@@ -134,17 +185,20 @@ class Guarder {
         s.node = std::move(wrap);
       }
     }
+    prover_->Pop();
   }
 
  private:
   std::map<std::string, const Param*> tensors_;
+  Prover* prover_;
+  IndexNames names_;
 };
 
 class GuardTensorElementsPass : public Pass {
  public:
   std::string_view name() const override { return "guard-tensor-elements"; }
-  absl::Status Run(Kernel& k, PassContext&) override {
-    Guarder(k).Rewrite(k.body);
+  absl::Status Run(Kernel& k, PassContext& ctx) override {
+    Guarder(k, ctx.prover).Run(k);
     return absl::OkStatus();
   }
 };

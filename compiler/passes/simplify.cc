@@ -12,6 +12,7 @@
 // 4. A loop proven to run zero times is removed.
 #include "compiler/arith/prover.h"
 #include "compiler/arith/simplify_expr.h"
+#include "compiler/passes/kernel_facts.h"
 #include "compiler/passes/passes.h"
 
 namespace kiln::compiler {
@@ -35,23 +36,13 @@ class Simplifier {
 
   void Run(Kernel& k) {
     prover_->Push();
-    for (const Param& p : k.params) {
-      for (const Expr& d : p.shape) {
-        if (d.kind == ExprKind::kVar) {
-          names_.insert(d.name);
-          prover_->AddFact(Expr::Binary(BinaryOp::kGe, d, Expr::Int(0)));
-        }
-      }
-    }
+    AddSymbolFacts(k, prover_, &names_);
     for (Expr& a : k.assumptions) {
       a = Simp(a);
       prover_->AddFact(a);
     }
     for (Expr& g : k.grid) g = Simp(g);
-    for (size_t d = 0; d < k.block_vars.size() && d < k.grid.size(); ++d) {
-      names_.insert(k.block_vars[d]);
-      prover_->AddRange(k.block_vars[d], Expr::Int(0), k.grid[d]);
-    }
+    AddBlockRanges(k, prover_, &names_);
     SimplifyBlock(k.body);
     prover_->Pop();
   }

@@ -197,13 +197,54 @@ TEST(CompileTest, KernelSelection) {
   EXPECT_EQ(Compile(two, pick).status().code(), absl::StatusCode::kNotFound);
 }
 
+// Tensor element accesses are guarded on every target (reads out of range
+// yield zero, stores are skipped), except where the facts in scope prove
+// the index in range: the enclosing `if`, the loop and parallel ranges,
+// constants, `%` by a constant.
+TEST(CompileTest, TensorElementAccessesAreGuardedUnlessProvenInRange) {
+  const char* kText =
+      "kernel k(X: f32[M], Y: f32[M], W: f32[8]) grid(ceildiv(M, 64)) "
+      "threads(64) (bx) {\n"
+      "  alloc fragment T: f32[64]\n"
+      "  copy X[bx * 64:+64] -> T\n"
+      "  parallel (i) in (64) {\n"
+      "    Y[bx * 64 + i] = T[i] + W[i % 8] + X[bx * 64 + i + 1]\n"
+      "    if bx * 64 + i + 1 < M {\n"
+      "      T[i] = X[bx * 64 + i + 1]\n"
+      "    }\n"
+      "  }\n"
+      "}\n";
+  for (const char* target : {"cpu", "sm_90a", "gfx90a"}) {
+    SCOPED_TRACE(target);
+    CompileOptions o;
+    o.target = target;
+    o.print_ir_after_all = true;
+    o.plan_only = std::string(target) != "cpu";
+    auto k = Compile(kText, o);
+    ASSERT_TRUE(k.ok()) << k.status();
+    const size_t at = k->ir_dump.find("// ----- after guard-tensor-elements");
+    ASSERT_NE(at, std::string::npos);
+    const std::string ir = k->ir_dump.substr(at, 1200);
+    // The store: skipped past M (its lower bound is proven).
+    EXPECT_NE(ir.find("if bx * 64 + i < M {\n      Y[bx * 64 + i] = T[i] + "
+                      "W[i % 8] + select(bx * 64 + i + 1 < M, "
+                      "X[bx * 64 + i + 1], f32(0))"),
+              std::string::npos)
+        << ir;
+    // Under its own test, the load needs none.
+    EXPECT_NE(ir.find("      T[i] = X[bx * 64 + i + 1]\n"), std::string::npos)
+        << ir;
+  }
+}
+
 TEST(CompileTest, PrintIrAfterAllShowsEveryPass) {
   CompileOptions o = Options(64);
   o.print_ir_after_all = true;
   auto k = Compile(kScale, o);
   ASSERT_TRUE(k.ok()) << k.status();
-  for (const char* pass : {"specialize", "layout-inference", "pipeline-loops",
-                           "lower-tile-ops", "simplify"}) {
+  for (const char* pass :
+       {"specialize", "guard-tensor-elements", "layout-inference",
+        "pipeline-loops", "lower-tile-ops", "simplify"}) {
     EXPECT_NE(k->ir_dump.find(std::string("// ----- after ") + pass),
               std::string::npos)
         << pass;

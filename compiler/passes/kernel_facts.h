@@ -1,0 +1,33 @@
+// The kernel-wide facts the passes that consult the prover start from.
+#ifndef KILN_COMPILER_PASSES_KERNEL_FACTS_H_
+#define KILN_COMPILER_PASSES_KERNEL_FACTS_H_
+
+#include "compiler/arith/prover.h"
+#include "compiler/arith/simplify_expr.h"
+#include "compiler/ir/ir.h"
+
+namespace kiln::compiler {
+
+// Every symbol of a tensor shape is >= 0 (and an index name).
+inline void AddSymbolFacts(const Kernel& k, Prover* prover, IndexNames* names) {
+  for (const Param& p : k.params) {
+    for (const Expr& d : p.shape) {
+      if (d.kind == ExprKind::kVar) {
+        names->insert(d.name);
+        prover->AddFact(Expr::Binary(BinaryOp::kGe, d, Expr::Int(0)));
+      }
+    }
+  }
+}
+
+// Every block index lies in [0, its grid extent).
+inline void AddBlockRanges(const Kernel& k, Prover* prover, IndexNames* names) {
+  for (size_t d = 0; d < k.block_vars.size() && d < k.grid.size(); ++d) {
+    names->insert(k.block_vars[d]);
+    prover->AddRange(k.block_vars[d], Expr::Int(0), k.grid[d]);
+  }
+}
+
+}  // namespace kiln::compiler
+
+#endif  // KILN_COMPILER_PASSES_KERNEL_FACTS_H_
