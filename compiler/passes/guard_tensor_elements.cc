@@ -111,11 +111,7 @@ class Guarder {
             using T = std::decay_t<decltype(n)>;
             if constexpr (std::is_same_v<T, LetStmt>) {
               Rewrite(n.value);
-              if (IsIndexExpr(n.value, names_)) {
-                names_.insert(n.name);
-                prover_->AddFact(
-                    Expr::Binary(BinaryOp::kEq, Expr::Var(n.name), n.value));
-              }
+              AddLetFact(n.name, n.value, prover_, &names_);
             } else if constexpr (std::is_same_v<T, StoreStmt>) {
               for (Expr& i : n.indices) Rewrite(i);
               Rewrite(n.value);
@@ -143,11 +139,7 @@ class Guarder {
               prover_->Pop();
             } else if constexpr (std::is_same_v<T, ParallelStmt>) {
               prover_->Push();
-              for (size_t v = 0; v < n.vars.size() && v < n.extents.size();
-                   ++v) {
-                names_.insert(n.vars[v]);
-                prover_->AddRange(n.vars[v], Expr::Int(0), n.extents[v]);
-              }
+              AddParallelRanges(n, prover_, &names_);
               Rewrite(n.body);
               prover_->Pop();
             } else if constexpr (std::is_same_v<T, CopyStmt>) {

@@ -28,6 +28,24 @@ inline void AddBlockRanges(const Kernel& k, Prover* prover, IndexNames* names) {
   }
 }
 
+// Inside a `parallel`: each variable lies in [0, its extent).
+inline void AddParallelRanges(const ParallelStmt& p, Prover* prover,
+                              IndexNames* names) {
+  for (size_t v = 0; v < p.vars.size() && v < p.extents.size(); ++v) {
+    names->insert(p.vars[v]);
+    prover->AddRange(p.vars[v], Expr::Int(0), p.extents[v]);
+  }
+}
+
+// After `let name = value` of an index expression: name == value (and name
+// is an index name).
+inline void AddLetFact(const std::string& name, const Expr& value,
+                       Prover* prover, IndexNames* names) {
+  if (!IsIndexExpr(value, *names)) return;
+  names->insert(name);
+  prover->AddFact(Expr::Binary(BinaryOp::kEq, Expr::Var(name), value));
+}
+
 }  // namespace kiln::compiler
 
 #endif  // KILN_COMPILER_PASSES_KERNEL_FACTS_H_

@@ -116,12 +116,13 @@ class Simplifier {
       return;
     }
     if (auto* p = std::get_if<ParallelStmt>(&s.node)) {
+      // (Parallel extents are constants after specialisation: no range
+      // bears on their simplification.)
       prover_->Push();
       for (size_t v = 0; v < p->vars.size() && v < p->extents.size(); ++v) {
         p->extents[v] = Simp(p->extents[v]);
-        names_.insert(p->vars[v]);
-        prover_->AddRange(p->vars[v], Expr::Int(0), p->extents[v]);
       }
+      AddParallelRanges(*p, prover_, &names_);
       SimplifyBlock(p->body);
       prover_->Pop();
       out->push_back(std::move(s));
@@ -129,11 +130,7 @@ class Simplifier {
     }
     if (auto* l = std::get_if<LetStmt>(&s.node)) {
       l->value = Simp(l->value);
-      if (IsIndexExpr(l->value, names_)) {
-        names_.insert(l->name);
-        prover_->AddFact(
-            Expr::Binary(BinaryOp::kEq, Expr::Var(l->name), l->value));
-      }
+      AddLetFact(l->name, l->value, prover_, &names_);
       out->push_back(std::move(s));
       return;
     }

@@ -619,24 +619,13 @@ absl::Status Emitter::EmitAlloc(const AllocStmt& a) {
   if (b.pad && !b.dims.empty())
     padded = elems / b.dims.back() * (b.dims.back() + b.pad);
   const int64_t bytes = StorageBytes(a.dtype, padded);
-  int64_t stages = 1;
-  if (auto it = ring_stages_.find(a.name); it != ring_stages_.end()) {
-    stages = it->second;
-  }
+  // (A ring's extra stages are placed by EmitPipelined.)
   const int64_t align = SmemAlign(a.name);
   const int64_t slot = RoundUp(bytes, align);
-  const int64_t off = PlaceShared(a.name, slot * stages, align);
+  const int64_t off = PlaceShared(a.name, slot, align);
   smem_offsets_[a.name] = off;
-  if (stages > 1) {
-    Line(StrCat(st, "* const ", b.code, "_ring = reinterpret_cast<", st,
-                "*>(kiln_smem + ", off, ");"));
-    Line(StrCat(st, "* ", b.code, " = ", b.code, "_ring;"));
-    Line(StrCat("constexpr int ", b.code, "_slot = ",
-                slot / (int64_t)sizeof(char), ";  // bytes per stage"));
-  } else {
-    Line(StrCat(st, "* ", b.code, " = reinterpret_cast<", st, "*>(kiln_smem + ",
-                off, ");"));
-  }
+  Line(StrCat(st, "* ", b.code, " = reinterpret_cast<", st, "*>(kiln_smem + ",
+              off, ");"));
   slot_bytes_[a.name] = slot;
   return absl::OkStatus();
 }
@@ -722,25 +711,20 @@ absl::StatusOr<KernelSource> Emitter::Run() {
   out.entry = "kiln_" + k_.name;
   out.threads = threads_;
   out.launch_threads = kp_.launch.launch_threads;
-  // Scratch for cross-warp row reductions of register fragments.
+  // Scratch for cross-warp row reductions of register fragments, and for
+  // the per-chunk partials of thread-owned row reductions (8 bytes each at
+  // most: reduce_op.cc).
   int64_t scratch = 0;
   ForEachNestedStmt(k_.body, [&](const Stmt& s) {
-    if (auto* r = std::get_if<ReduceStmt>(&s.node)) {
-      auto it = plan_.registers.find(r->src.name);
-      if (it != plan_.registers.end() && it->second.warps_n > 1) {
-        scratch = std::max(scratch, it->second.m * it->second.warps_n * 4);
-      }
+    auto* r = std::get_if<ReduceStmt>(&s.node);
+    if (!r) return;
+    if (auto it = plan_.registers.find(r->src.name);
+        it != plan_.registers.end() && it->second.warps_n > 1) {
+      scratch = std::max(scratch, it->second.m * it->second.warps_n * 4);
     }
-  });
-  // Per-chunk partials of thread-owned row reductions (8 bytes each at
-  // most: reduce_op.cc).
-  ForEachNestedStmt(k_.body, [&](const Stmt& s) {
-    if (auto* r = std::get_if<ReduceStmt>(&s.node)) {
-      auto it = plan_.owned.find(r->src.name);
-      if (it != plan_.owned.end()) {
-        const OwnedFragment& o = it->second;
-        scratch = std::max(scratch, o.rows * o.cols / o.vec * 8);
-      }
+    if (auto it = plan_.owned.find(r->src.name); it != plan_.owned.end()) {
+      const OwnedFragment& o = it->second;
+      scratch = std::max(scratch, o.rows * o.cols / o.vec * 8);
     }
   });
   scratch_offset_ = 0;

@@ -5,6 +5,7 @@
 #ifndef KILN_COMPILER_CODEGEN_GPU_KERNEL_SOURCE_INTERNAL_H_
 #define KILN_COMPILER_CODEGEN_GPU_KERNEL_SOURCE_INTERNAL_H_
 
+#include <array>
 #include <functional>
 #include <map>
 #include <optional>
@@ -416,7 +417,6 @@ class Emitter {
   std::map<std::string, std::pair<std::string, Type>> vars_;
   std::map<std::string, Buf> bufs_;
   std::map<std::string, int64_t> smem_offsets_;
-  std::map<std::string, int64_t> ring_stages_;   // tile -> stages
   std::map<std::string, int64_t> slot_bytes_;    // shared tile -> bytes
   std::map<std::string, int64_t> ring_offsets_;  // ring tile -> stages 1..
   std::set<std::string> pend_r_, pend_w_;
@@ -495,10 +495,11 @@ bool ChunkedRows(DType tile, const std::vector<int64_t>& dims, int64_t pad,
                  DType tensor);
 // Whether a tensor region (per dim: free, and its extent) is a tile of
 // `dims`: exactly two free dims of those extents, the second the tensor's
-// innermost, which is contiguous.
-bool TensorTileRegion(const std::vector<int64_t>& dims,
-                      const std::vector<bool>& free,
-                      const std::vector<Expr>& extents, bool inner_contiguous);
+// innermost, which is contiguous. Those two dims (rows, columns), or
+// nullopt.
+std::optional<std::array<size_t, 2>> TensorTileRegion(
+    const std::vector<int64_t>& dims, const std::vector<bool>& free,
+    const std::vector<Expr>& extents, bool inner_contiguous);
 // Names used by a region (its buffer and the names in its slices).
 void RegionUses(const Region& r, std::set<std::string>* used);
 // Uses of names in `b` outside the statement `skip` (and what it nests).

@@ -54,7 +54,8 @@ struct RingPlanner {
       auto c = FoldInt(p.strides.back());
       contiguous = c && *c == 1;
     }
-    return internal::TensorTileRegion(dims, free, extents, contiguous);
+    return internal::TensorTileRegion(dims, free, extents, contiguous)
+        .has_value();
   }
 
   void Loop(const Stmt& self, const ForStmt& f) {

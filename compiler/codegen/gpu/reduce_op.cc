@@ -76,6 +76,27 @@ absl::Status Emitter::EmitReduce(const ReduceStmt& r, const Loc& loc) {
     Line(*s);
     return absl::OkStatus();
   };
+  // After a barrier: one thread per row of dst combines the row's `parts`
+  // partials in the scratch (partial k of row rr at `at(k_var, rr_var)`),
+  // then finishes it into dst.
+  auto combine_rows =
+      [&](int id, int64_t rows, int64_t parts, const std::string& k,
+          const std::function<std::string(
+              const std::string&, const std::string&)>& at) -> absl::Status {
+    Barrier();
+    const std::string rr = StrCat("kiln_rr", id);
+    vars_[rr] = {rr, Type::Int()};
+    Open(StrCat("for (int ", rr, " = threadIdx.x; ", rr, " < ", rows, "; ", rr,
+                " += ", threads_, ")"));
+    Line(acc_type + " kiln_v = " + init + ";");
+    Line(StrCat("for (int ", k, " = 0; ", k, " < ", parts, "; ++", k,
+                ") kiln_v = ", op_name, "()(kiln_v, (", acc_type, ")kiln_scr[",
+                at(k, rr), "]);"));
+    KILN_GPU_RETURN_IF_ERROR(
+        finish(dst->Indices({Expr::Var(rr)}, false), "kiln_v"));
+    Close();
+    return absl::OkStatus();
+  };
 
   if (src->buf->reg) {
     // Row reduction of an mma accumulator: per thread over its columns, then
@@ -140,18 +161,11 @@ absl::Status Emitter::EmitReduce(const ReduceStmt& r, const Loc& loc) {
     Close();
     Close();
     if (rf.warps_n > 1) {
-      Barrier();
-      const std::string rr = StrCat("kiln_rr", id);
-      vars_[rr] = {rr, Type::Int()};
-      Open(StrCat("for (int ", rr, " = threadIdx.x; ", rr, " < ", rf.m, "; ",
-                  rr, " += ", threads_, ")"));
-      Line(acc_type + " kiln_v = " + init + ";");
-      Line(StrCat("for (int kiln_w = 0; kiln_w < ", rf.warps_n,
-                  "; ++kiln_w) kiln_v = ", op_name, "()(kiln_v, (", acc_type,
-                  ")kiln_scr[kiln_w * ", rf.m, " + ", rr, "]);"));
       KILN_GPU_RETURN_IF_ERROR(
-          finish(dst->Indices({Expr::Var(rr)}, false), "kiln_v"));
-      Close();
+          combine_rows(id, rf.m, rf.warps_n, "kiln_w",
+                       [&](const std::string& w, const std::string& rr) {
+                         return StrCat(w, " * ", rf.m, " + ", rr);
+                       }));
     }
     Close();
     return absl::OkStatus();
@@ -200,18 +214,11 @@ absl::Status Emitter::EmitReduce(const ReduceStmt& r, const Loc& loc) {
                   " + (int)threadIdx.x] = kiln_v;"));
     }
     Close();
-    Barrier();
-    const std::string rr = StrCat("kiln_rr", id);
-    vars_[rr] = {rr, Type::Int()};
-    Open(StrCat("for (int ", rr, " = threadIdx.x; ", rr, " < ", of.rows, "; ",
-                rr, " += ", threads_, ")"));
-    Line(acc_type + " kiln_v = " + init + ";");
-    Line(StrCat("for (int kiln_k = 0; kiln_k < ", per_row,
-                "; ++kiln_k) kiln_v = ", op_name, "()(kiln_v, kiln_scr[", rr,
-                " * ", per_row, " + kiln_k]);"));
     KILN_GPU_RETURN_IF_ERROR(
-        finish(dst->Indices({Expr::Var(rr)}, false), "kiln_v"));
-    Close();
+        combine_rows(id, of.rows, per_row, "kiln_k",
+                     [&](const std::string& k, const std::string& rr) {
+                       return StrCat(rr, " * ", per_row, " + ", k);
+                     }));
     Close();
     return absl::OkStatus();
   }

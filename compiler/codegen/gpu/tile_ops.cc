@@ -267,17 +267,14 @@ bool Emitter::TryFastCopy(const Access& src, const Access& dst, const Loc& loc,
   for (bool f : t.free) {
     if (!f) return false;
   }
+  // (4-bit tiles never get here: ChunkedRows refuses them, and register
+  // accumulators are f32.)
   const DType dt = tb.dtype;
-  if (dt == DType::kI4 || dt == DType::kU4) return false;
-  if (!TensorTileRegion(tb.dims, g.free, g.extents,
-                        g.buf->strides.back() == "1LL")) {
-    return false;
-  }
-  // The global region's two free dims.
-  std::vector<size_t> fd;
-  for (size_t d = 0; d < g.free.size(); ++d) {
-    if (g.free[d]) fd.push_back(d);
-  }
+  // The global region's two free dims, rows then columns.
+  const auto free_dims = TensorTileRegion(tb.dims, g.free, g.extents,
+                                          g.buf->strides.back() == "1LL");
+  if (!free_dims) return false;
+  const std::array<size_t, 2>& fd = *free_dims;
   auto emit = [&]() -> absl::Status {
     std::vector<std::string> start;
     for (size_t d = 0; d < g.starts.size(); ++d) {
@@ -377,22 +374,22 @@ bool ChunkedRows(DType tile, const std::vector<int64_t>& dims, int64_t pad,
   return eb >= 1 && (dims[1] * eb) % 16 == 0;
 }
 
-bool TensorTileRegion(const std::vector<int64_t>& dims,
-                      const std::vector<bool>& free,
-                      const std::vector<Expr>& extents, bool inner_contiguous) {
+std::optional<std::array<size_t, 2>> TensorTileRegion(
+    const std::vector<int64_t>& dims, const std::vector<bool>& free,
+    const std::vector<Expr>& extents, bool inner_contiguous) {
   std::vector<size_t> fd;
   for (size_t d = 0; d < free.size(); ++d) {
     if (free[d]) fd.push_back(d);
   }
   if (dims.size() != 2 || fd.size() != 2 || fd[1] != free.size() - 1 ||
       !inner_contiguous) {
-    return false;
+    return std::nullopt;
   }
   for (int i = 0; i < 2; ++i) {
     auto e = FoldInt(extents[fd[i]]);
-    if (!e || *e != dims[i]) return false;
+    if (!e || *e != dims[i]) return std::nullopt;
   }
-  return true;
+  return std::array<size_t, 2>{fd[0], fd[1]};
 }
 
 absl::Status Emitter::EmitFill(const FillStmt& f, const Loc& loc) {
