@@ -14,6 +14,9 @@ using runtime::ArgValue;
 KILN_E2E_COVERS("flash_attention_fwd.tile", "flash_attention_fwd_causal");
 KILN_E2E_COVERS("flash_attention_fwd.tile", "flash_attention_fwd");
 
+KILN_E2E_COVERS("paged_decode.tile", "paged_decode_split");
+KILN_E2E_COVERS("paged_decode.tile", "paged_decode_combine");
+
 constexpr float kSmScale = 0.3f;  // q.k has std ~3.8: a peaked softmax
 
 class AttentionE2eTest : public E2eTest {
@@ -81,6 +84,97 @@ TEST_F(AttentionE2eTest, FullLargeTilesTwoStages) {
 TEST_F(AttentionE2eTest, FullWideKeyTiles) {
   Run(false, {{"BM", 64}, {"BN", 128}}, {1, 200, 1});
 }
+
+// Paged decode (split-KV, then the combine): grouped heads fewer than a
+// tile's rows, pages in a shuffled order, ragged lengths (one of 0, one of
+// a single token, one ending inside a page), chunks smaller and larger than
+// a page, and more splits than a short sequence has chunks.
+struct PagedCase {
+  int64_t bh, bn, page, splits, group;
+};
+
+class PagedDecodeE2eTest : public E2eTest {
+ protected:
+  void Run(const PagedCase& c) {
+    SCOPED_TRACE(::testing::Message()
+                 << "BH=" << c.bh << " BN=" << c.bn << " PS=" << c.page
+                 << " NS=" << c.splits << " G=" << c.group);
+    KILN_E2E_LOAD(split, "paged_decode.tile", "paged_decode_split",
+                  {{"BH", c.bh}, {"BN", c.bn}, {"STAGES", 2}});
+    KILN_E2E_LOAD(combine, "paged_decode.tile", "paged_decode_combine",
+                  {{"BH", c.bh}});
+    const std::vector<int64_t> lens = {45, 1, 0, 2 * c.page + 3};
+    PagedDecodeShape s;
+    s.batch = static_cast<int64_t>(lens.size());
+    s.kv_heads = 2;
+    s.group = c.group;
+    s.page_size = c.page;
+    s.max_pages = 0;
+    for (int64_t n : lens) {
+      s.max_pages = std::max(s.max_pages, (n + c.page - 1) / c.page);
+    }
+    const int64_t pages = s.batch * s.max_pages + 3;
+    // Every sequence's pages, distinct, in a shuffled order; unused block
+    // table entries name page 0 (never read: past the sequence's length).
+    std::vector<int64_t> order(pages);
+    for (int64_t i = 0; i < pages; ++i) order[i] = i;
+    for (int64_t i = pages - 1; i > 0; --i) {
+      std::swap(order[i], order[rng().UniformInt(0, i)]);
+    }
+    std::vector<int64_t> table(s.batch * s.max_pages, 0);
+    HostTensor bt(DType::kI32, {s.batch, s.max_pages});
+    HostTensor len_t(DType::kI32, {s.batch});
+    for (int64_t b = 0; b < s.batch; ++b) {
+      len_t.Set(b, static_cast<double>(lens[b]));
+      for (int64_t p = 0; p < s.max_pages; ++p) {
+        const int64_t i = b * s.max_pages + p;
+        if (p * c.page < lens[b]) table[i] = order[i];
+        bt.Set(i, static_cast<double>(table[i]));
+      }
+    }
+    const std::vector<int64_t> qshape = {s.batch, s.kv_heads, s.group, 128};
+    HostTensor q = Random(DType::kBF16, qshape, -1, 1);
+    HostTensor kc =
+        Random(DType::kBF16, {pages, c.page, s.kv_heads, 128}, -1, 1);
+    HostTensor vc =
+        Random(DType::kBF16, {pages, c.page, s.kv_heads, 128}, -1, 1);
+    HostTensor opart(DType::kF32,
+                     {s.batch, s.kv_heads, c.splits, s.group, 128});
+    HostTensor lpart(DType::kF32, {s.batch, s.kv_heads, c.splits, s.group});
+    HostTensor o(DType::kBF16, qshape);
+    ASSERT_TRUE(Launch()
+                    .In(q)
+                    .In(kc)
+                    .In(vc)
+                    .In(bt)
+                    .In(len_t)
+                    .Out(opart)
+                    .Out(lpart)
+                    .Scalar(ArgValue::F32(kSmScale))
+                    .Run(*split));
+    ASSERT_TRUE(Launch().In(opart).In(lpart).Out(o).Run(*combine));
+    const AttentionResult ref = PagedDecodeReference(
+        q.Values(), kc.Values(), vc.Values(), table, lens, kSmScale, s);
+    // P is rounded to bf16 before the second gemm; the splits add one f32
+    // combine each.
+    EXPECT_TRUE(AllClose(
+        o, ref.out,
+        WithIntermediate(OutputTolerance(DType::kBF16, lens[3] + c.splits),
+                         DType::kBF16, ref.out_abs)));
+  }
+};
+
+TEST_F(PagedDecodeE2eTest, OneSplitPageSizedChunks) { Run({16, 16, 16, 1, 3}); }
+
+TEST_F(PagedDecodeE2eTest, SplitsWithChunksSmallerThanAPage) {
+  Run({16, 16, 32, 3, 5});
+}
+
+TEST_F(PagedDecodeE2eTest, ChunksLargerThanAPageAndMoreSplitsThanChunks) {
+  Run({16, 32, 16, 7, 4});
+}
+
+TEST_F(PagedDecodeE2eTest, GroupWiderThanATile) { Run({16, 64, 64, 2, 20}); }
 
 }  // namespace
 }  // namespace kiln::e2e

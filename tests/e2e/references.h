@@ -63,6 +63,20 @@ AttentionResult AttentionReference(const Values& q, const Values& k,
                                    const Values& v, double sm_scale,
                                    const AttentionShape& shape, bool causal);
 
+// Decode attention over a paged KV cache: Q and the result [B, HKV, G, D],
+// caches [pages, PS, HKV, D], block_table [B, max_pages], lens[b] tokens of
+// sequence b (0: the output is zero). `lse` is unused (empty).
+struct PagedDecodeShape {
+  int64_t batch = 1, kv_heads = 1, group = 1, page_size = 16, max_pages = 1;
+  int64_t dim = 128;
+};
+AttentionResult PagedDecodeReference(const Values& q, const Values& kc,
+                                     const Values& vc,
+                                     const std::vector<int64_t>& block_table,
+                                     const std::vector<int64_t>& lens,
+                                     double sm_scale,
+                                     const PagedDecodeShape& shape);
+
 // ------------------------------------------------- norms and reductions
 
 // X * rsqrt(mean(X^2) + eps) * W per row of X [M, N].

@@ -56,4 +56,48 @@ AttentionResult AttentionReference(const Values& q, const Values& k,
   return r;
 }
 
+AttentionResult PagedDecodeReference(const Values& q, const Values& kc,
+                                     const Values& vc,
+                                     const std::vector<int64_t>& block_table,
+                                     const std::vector<int64_t>& lens,
+                                     double sm_scale,
+                                     const PagedDecodeShape& s) {
+  const int64_t d = s.dim;
+  auto cache_at = [&](int64_t b, int64_t t, int64_t h) {  // token t of b
+    const int64_t page = block_table[b * s.max_pages + t / s.page_size];
+    return ((page * s.page_size + t % s.page_size) * s.kv_heads + h) * d;
+  };
+  AttentionResult r;
+  r.out.assign(s.batch * s.kv_heads * s.group * d, 0.0);
+  r.out_abs.assign(r.out.size(), 0.0);
+  for (int64_t b = 0; b < s.batch; ++b) {
+    std::vector<double> scores(lens[b]);
+    for (int64_t h = 0; h < s.kv_heads; ++h) {
+      for (int64_t g = 0; g < s.group; ++g) {
+        const int64_t row = ((b * s.kv_heads + h) * s.group + g) * d;
+        double mx = -std::numeric_limits<double>::infinity();
+        for (int64_t t = 0; t < lens[b]; ++t) {
+          double dot = 0;
+          for (int64_t c = 0; c < d; ++c) {
+            dot += q[row + c] * kc[cache_at(b, t, h) + c];
+          }
+          scores[t] = dot * sm_scale;
+          mx = std::max(mx, scores[t]);
+        }
+        double sum = 0;
+        for (double& x : scores) sum += (x = std::exp(x - mx));
+        for (int64_t t = 0; t < lens[b]; ++t) {
+          const double p = scores[t] / sum;
+          for (int64_t c = 0; c < d; ++c) {
+            const double v = vc[cache_at(b, t, h) + c];
+            r.out[row + c] += p * v;
+            r.out_abs[row + c] += p * std::fabs(v);
+          }
+        }
+      }
+    }
+  }
+  return r;
+}
+
 }  // namespace kiln::e2e

@@ -250,3 +250,122 @@ def _example(name):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+@kiln.jit(out_idx=[-1])
+def paged_decode(batch, heads, kv_heads, dim, page_size, max_pages,
+                 num_pages, num_split=1, block_N=None, block_H=64,
+                 num_stages=2, dtype="bfloat16", accum_dtype="float"):
+    """Decode attention over a paged KV cache (vLLM's layout), grouped
+    query heads, split-KV (flash decoding): one T.Kernel per split writes
+    a partial output and its log-sum-exp into T.alloc_global tensors, a
+    second combines them. Keys stream in block_N-token chunks of a page."""
+    group = heads // kv_heads
+    block_N = block_N or min(page_size, 64)
+    assert heads % kv_heads == 0 and group <= block_H
+    assert page_size % block_N == 0, "block_N must divide the page size"
+    chunks = page_size // block_N
+    scale = (1.0 / dim) ** 0.5 * 1.44269504  # log2(e)
+
+    @T.macro
+    def split_kv(Q, KC, VC, BT, L, O_part, Lse_part):
+        with T.Kernel(kv_heads, batch, num_split, threads=128) as (h, b, z):
+            Q_s = T.alloc_shared([block_H, dim], dtype)
+            K_s = T.alloc_shared([block_N, dim], dtype)
+            V_s = T.alloc_shared([block_N, dim], dtype)
+            acc_s = T.alloc_fragment([block_H, block_N], accum_dtype)
+            acc_s_cast = T.alloc_fragment([block_H, block_N], dtype)
+            acc_o = T.alloc_fragment([block_H, dim], accum_dtype)
+            m = T.alloc_fragment([block_H], accum_dtype)
+            m_prev = T.alloc_fragment([block_H], accum_dtype)
+            alpha = T.alloc_fragment([block_H], accum_dtype)
+            row_sum = T.alloc_fragment([block_H], accum_dtype)
+            l = T.alloc_fragment([block_H], accum_dtype)
+            # Rows past the group belong to the next KV head: computed,
+            # never stored.
+            T.copy(Q[b, h * group:h * group + block_H, :], Q_s)
+            T.fill(acc_o, 0)
+            T.fill(l, 0)
+            T.fill(m, -T.infinity(accum_dtype))
+            length = L[b]
+            total = T.ceildiv(length, block_N)
+            per = T.ceildiv(total, num_split)
+            lo = T.min(z * per, total)
+            hi = T.min(lo + per, total)
+            for c in T.Pipelined(lo, hi, num_stages=num_stages):
+                page = BT[b, c // chunks]
+                off = c % chunks * block_N
+                T.copy(KC[page, off:off + block_N, h, :], K_s)
+                T.clear(acc_s)
+                T.gemm(Q_s, K_s, acc_s, transpose_B=True,
+                       policy=T.GemmWarpPolicy.FullRow)
+                for i, j in T.Parallel(block_H, block_N):
+                    acc_s[i, j] = T.if_then_else(c * block_N + j < length,
+                                                 acc_s[i, j],
+                                                 -T.infinity(accum_dtype))
+                T.copy(m, m_prev)
+                T.reduce_max(acc_s, m, dim=1, clear=False)
+                for i in T.Parallel(block_H):
+                    alpha[i] = T.exp2((m_prev[i] - m[i]) * scale)
+                for i, j in T.Parallel(block_H, block_N):
+                    acc_s[i, j] = T.exp2((acc_s[i, j] - m[i]) * scale)
+                T.reduce_sum(acc_s, row_sum, dim=1)
+                for i in T.Parallel(block_H):
+                    l[i] = l[i] * alpha[i] + row_sum[i]
+                T.copy(acc_s, acc_s_cast)
+                for i, j in T.Parallel(block_H, dim):
+                    acc_o[i, j] *= alpha[i]
+                T.copy(VC[page, off:off + block_N, h, :], V_s)
+                T.gemm(acc_s_cast, V_s, acc_o, policy=T.GemmWarpPolicy.FullRow)
+            for i, j in T.Parallel(block_H, dim):
+                if i < group:
+                    O_part[b, h * group + i, z, j] = T.if_then_else(
+                        l[i] > 0, acc_o[i, j] / l[i], 0)
+            for i in T.Parallel(block_H):
+                if i < group:
+                    Lse_part[b, h * group + i, z] = T.if_then_else(
+                        l[i] > 0, T.log2(l[i]) + m[i] * scale,
+                        -T.infinity(accum_dtype))
+
+    @T.macro
+    def combine(O_part, Lse_part, Out):
+        with T.Kernel(heads, batch, threads=128) as (hq, b):
+            o = T.alloc_fragment([dim], accum_dtype)
+            lse_max = T.alloc_var(accum_dtype)
+            weight_sum = T.alloc_var(accum_dtype)
+            lse_max = -T.infinity(accum_dtype)
+            weight_sum = 0
+            for z in T.serial(num_split):
+                lse_max = T.max(lse_max, Lse_part[b, hq, z])
+            T.clear(o)
+            for z in T.serial(num_split):
+                lse = Lse_part[b, hq, z]
+                w = T.if_then_else(lse == -T.infinity(accum_dtype), 0,
+                                   T.exp2(lse - lse_max))
+                weight_sum += w
+                for d in T.Parallel(dim):
+                    o[d] += w * O_part[b, hq, z, d]
+            for d in T.Parallel(dim):
+                Out[b, hq, d] = T.if_then_else(weight_sum > 0,
+                                               o[d] / weight_sum, 0)
+
+    @T.prim_func
+    def main(Q: T.Tensor([batch, heads, dim], dtype),
+             K_cache: T.Tensor([num_pages, page_size, kv_heads, dim], dtype),
+             V_cache: T.Tensor([num_pages, page_size, kv_heads, dim], dtype),
+             block_table: T.Tensor([batch, max_pages], "int32"),
+             seq_lens: T.Tensor([batch], "int32"),
+             Out: T.Tensor([batch, heads, dim], dtype)):
+        O_part = T.alloc_global([batch, heads, num_split, dim], accum_dtype)
+        Lse_part = T.alloc_global([batch, heads, num_split], accum_dtype)
+        split_kv(Q, K_cache, V_cache, block_table, seq_lens, O_part,
+                 Lse_part)
+        combine(O_part, Lse_part, Out)
+
+    # A variant defined and not returned (TileLang examples keep one per
+    # configuration): never translated.
+    @T.prim_func
+    def unused(Q: T.Tensor([batch, heads, dim], dtype)):
+        T.thread_binding(0, 128, "threadIdx.x")
+
+    return main

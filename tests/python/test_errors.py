@@ -102,7 +102,7 @@ def test_misuse_points_at_the_python_line(tmp_path, name, stmt, message):
         """
     module, path = load(tmp_path, source)
     with pytest.raises(kiln.KilnSourceError) as info:
-        module.build()
+        module.build().ir
     err = info.value
     line = line_of(path, "# HERE")
     assert str(err).startswith(f"{path}:{line}: "), str(err)
@@ -122,7 +122,7 @@ def test_parameter_without_annotation(tmp_path):
         """)
     with pytest.raises(kiln.KilnSourceError,
                        match="parameter 'B' needs an annotation") as info:
-        module.build()
+        module.build().ir
     assert info.value.lineno == line_of(path, "# HERE")
 
 
@@ -137,7 +137,7 @@ def test_unknown_dtype(tmp_path):
         """)
     with pytest.raises(kiln.KilnSourceError,
                        match="unknown dtype 'float12'") as info:
-        module.build()
+        module.build().ir
     assert info.value.lineno == line_of(path, "# HERE")
 
 
@@ -151,7 +151,7 @@ def test_missing_kernel_block(tmp_path):
         """)
     with pytest.raises(kiln.KilnSourceError,
                        match="has no `with T.Kernel") as info:
-        module.build()
+        module.build().ir
     assert info.value.lineno == line_of(path, "# HERE")
 
 
@@ -167,7 +167,7 @@ def test_statement_outside_kernel_block(tmp_path):
         """)
     with pytest.raises(kiln.KilnSourceError,
                        match="put this statement inside it") as info:
-        module.build()
+        module.build().ir
     assert info.value.lineno == line_of(path, "# HERE")
 
 
@@ -182,7 +182,7 @@ def test_tensor_dim_must_be_int_or_symbol(tmp_path):
         """)
     with pytest.raises(kiln.KilnSourceError,
                        match="dim 2.5 of parameter 'A'") as info:
-        module.build(2.5)
+        module.build(2.5).ir
     assert info.value.lineno == line_of(path, "# HERE")
 
 
@@ -225,7 +225,7 @@ def test_helper_exception_is_located(tmp_path):
     with pytest.raises(kiln.KilnSourceError,
                        match="helper\\(...\\) raised ValueError: bad helper") \
             as info:
-        module.build()
+        module.build().ir
     assert info.value.lineno == line_of(path, "# HERE")
 
 
@@ -245,6 +245,6 @@ def test_error_inside_a_macro_points_at_the_macro_line(tmp_path):
         """)
     with pytest.raises(kiln.KilnSourceError,
                        match="too many positional arguments") as info:
-        module.build()
+        module.build().ir
     assert info.value.lineno == line_of(path, "# HERE")
     assert info.value.filename == path

@@ -139,3 +139,4 @@ def test_a_compound_store_into_a_tensor_is_refused():
             with T.Kernel(T.ceildiv(N, 128), threads=128) as bx:
                 for i in T.Parallel(128):
                     X[bx * 128 + i] += 1.0
+        main.ir  # (translated on first use)

@@ -20,7 +20,7 @@ import threading
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from kiln import _client, _launch
-from kiln._dsl.frontend import PrimFunc
+from kiln._dsl.frontend import LazyPrimFunc, PrimFunc
 from kiln.errors import (KilnArgumentError, KilnCompileError, KilnSourceError,
                          KilnStatusError)
 
@@ -55,6 +55,8 @@ class JITKernel:
         if not isinstance(prim_func, PrimFunc):
             raise KilnSourceError(
                 f"expected a @T.prim_func; got {type(prim_func).__name__}")
+        if isinstance(prim_func, LazyPrimFunc):
+            prim_func = prim_func.translated()  # its errors surface here
         self.prim_func = prim_func
         self.params = prim_func.params
         self.out_idx = _normalize_out_idx(out_idx, len(self.params))
@@ -104,7 +106,13 @@ class JITKernel:
 
     def compile(self, target: Optional[str] = None) -> Any:
         """Compiles for ``target`` (default: the kernel's) once; returns the
-        libkiln handle (key, metadata, binary...)."""
+        libkiln handle (key, metadata, binary...), or for a prim_func of
+        several T.Kernel blocks the list of their handles, in launch
+        order."""
+        handles = self._compile(target)
+        return handles[0] if len(handles) == 1 else handles
+
+    def _compile(self, target: Optional[str] = None) -> List[Any]:
         target = target or self.target
         cached = self._handles.get(target)
         if cached is not None and cached[0] is _client.current():
@@ -123,15 +131,18 @@ class JITKernel:
             if cached is not None and cached[0] is client:
                 return cached[1]
             filename = f"{self.name}.tile"
-            try:
-                handle = client.compile(
-                    self.ir, self.name, target,
-                    sorted(self.bindings.items()), filename)
-            except KilnCompileError as e:
-                detail = self._explain(e.detail, filename)
-                raise KilnCompileError(e.code, detail) from None
-            self._handles[target] = (client, handle)
-            return handle
+            handles = []
+            for part in self.prim_func.kernels:
+                try:
+                    handles.append(client.compile(
+                        self.ir, part.name, target,
+                        sorted((k, v) for k, v in self.bindings.items()
+                               if k in part.tunables), filename))
+                except KilnCompileError as e:
+                    detail = self._explain(e.detail, filename)
+                    raise KilnCompileError(e.code, detail) from None
+            self._handles[target] = (client, handles)
+            return handles
 
     def _explain(self, message: str, filename: str) -> str:
         """Adds the Python line behind each IR diagnostic, and the IR."""
@@ -198,9 +209,12 @@ class JITKernel:
             raise KilnArgumentError(f"{self.name}: unsupported device "
                                     f"{device}")
         outputs = []
-        for i in self.out_idx:
-            p = params[i]
-            where = f"output '{p.name}' of {self.name}"
+        shared = {}  # the T.alloc_global tensors, by IR name
+        for i in self.out_idx + [-1 - g for g in
+                                 range(len(self.prim_func.globals))]:
+            p = params[i] if i >= 0 else self.prim_func.globals[-1 - i]
+            where = f"output '{p.name}' of {self.name}" if i >= 0 else \
+                f"T.alloc_global tensor {p.name} of {self.name}"
             shape = []
             for d in p.shape:
                 if isinstance(d, int):
@@ -217,6 +231,9 @@ class JITKernel:
                     "NumPy or torch; pass the output in (out_idx=None)")
             out = _launch.allocate(views[0], p.dtype, tuple(shape), where)
             v = _launch.view(out, where)
+            if i < 0:
+                shared[p.name] = (out, v)
+                continue
             values[i] = v
             outputs.append(out)
         if device == "cpu":
@@ -229,12 +246,24 @@ class JITKernel:
             target = self.target
             stream_ptr = stream if stream is not None else \
                 _current_cuda_stream(device)
-        handle = self.compile(target)
-        marshalled = _launch.marshal(params, values)
-        handle.launch(marshalled.args, stream_ptr)
+        handles = self._compile(target)
+        # The kernels in order on one stream (each sees the one before's
+        # writes); the shared tensors live until all ran.
+        marshalled = []
+        for part, handle in zip(self.prim_func.kernels, handles):
+            extra = part.params[len(params):]
+            marshalled.append(_launch.marshal(
+                part.params, values + [shared[g.name][1] for g in extra]))
+            handle.launch(marshalled[-1].args, stream_ptr)
+        if device != "cpu" and stream is not None and shared:
+            # Allocated on torch's current stream, used on another: torch
+            # must not reuse the memory before that one is done.
+            torch = sys.modules["torch"]
+            for out, _ in shared.values():
+                out.record_stream(torch.cuda.ExternalStream(stream))
         if device != "cpu" and all(v.kind == "torch" for v in views):
-            self._fast = _FastLaunch(self, handle, marshalled, inputs, args,
-                                     outputs, device)
+            self._fast = _FastLaunch(self, handles, marshalled, inputs, args,
+                                     outputs, shared, device)
         if not outputs:
             return None
         return outputs[0] if len(outputs) == 1 else outputs
@@ -250,46 +279,63 @@ class _FastLaunch:
     (libkiln checks the arguments again, cheaply). Anything else, or a
     concurrent call, misses and takes the full path."""
 
-    def __init__(self, kernel: JITKernel, handle: Any, marshalled: Any,
-                 inputs: List[int], args: Sequence[Any],
-                 outputs: List[Any], device: str):
+    def __init__(self, kernel: JITKernel, handles: List[Any],
+                 marshalled: List[Any], inputs: List[int],
+                 args: Sequence[Any], outputs: List[Any],
+                 shared: Dict[str, Tuple[Any, Any]], device: str):
         torch = sys.modules["torch"]
         self._torch = torch
         self._tensor_type = torch.Tensor
         self._client = _client.current()
-        self._handle = handle  # keeps the kernel alive
-        arr = marshalled.args
-        self._arr = arr
+        self._handles = handles  # keep the kernels alive
+        # One kiln_arg[] per kernel of the prim_func, launched in order.
+        arrs = [m.args for m in marshalled]
+        self._arrs = arrs
         # The dtype strings and shape arrays the entries point at (not the
         # caller's tensors).
-        self._keep = [k for k in marshalled.keep
+        self._keep = [k for m in marshalled for k in m.keep
                       if not isinstance(k, torch.Tensor)]
         self._nargs = len(args)
-        # Each tensor's data-pointer slot in the kiln_arg[] (setting a
-        # c_void_p over the array's memory costs less than arr[i].data).
-        size = ctypes.sizeof(arr[0]) if len(arr) else 0
-        offset = type(arr[0]).data.offset if len(arr) else 0
+        parts = kernel.prim_func.kernels
 
-        def slot(i: int) -> Any:
-            return ctypes.c_void_p.from_buffer(arr, i * size + offset)
+        # Each tensor's data-pointer slots in the kiln_arg[]s (setting a
+        # c_void_p over the array's memory costs less than arr[i].data).
+        def slots(name: str) -> List[Any]:
+            out = []
+            for part, arr in zip(parts, arrs):
+                names = [p.name for p in part.params]
+                if name not in names:
+                    continue
+                size = ctypes.sizeof(arr[0])
+                offset = type(arr[0]).data.offset
+                out.append(ctypes.c_void_p.from_buffer(
+                    arr, names.index(name) * size + offset))
+            return out
         self._tensors = []
         self._scalars = []
         for pos, (i, arg) in enumerate(zip(inputs, args)):
-            if kernel.params[i].is_tensor:
-                self._tensors.append((pos, slot(i), arg.dtype, arg.shape,
-                                      arg.stride(), arg.get_device()))
+            p = kernel.params[i]
+            if p.is_tensor:
+                self._tensors.append((pos, slots(p.name), arg.dtype,
+                                      arg.shape, arg.stride(),
+                                      arg.get_device()))
             else:
                 self._scalars.append((pos, type(arg), arg))
         # Outputs are allocated like an input of the same shape and dtype
         # when there is a contiguous one (torch.empty_like costs half of
-        # torch.empty(shape, dtype=, device=)), else with new_empty.
+        # torch.empty(shape, dtype=, device=)), else with new_empty; the
+        # T.alloc_global tensors too, but not returned.
         self._outputs = []
-        for i, out in zip(kernel.out_idx, outputs):
+        named = [(kernel.params[i].name, out, True)
+                 for i, out in zip(kernel.out_idx, outputs)]
+        named += [(g, out, False) for g, (out, _) in shared.items()]
+        for name, out, returned in named:
             like = next((pos for pos, _, dtype, shape, stride, _ in
                          self._tensors if dtype == out.dtype and
                          shape == out.shape and stride == out.stride()), None)
-            self._outputs.append((slot(i), like, out.shape, out.dtype))
-        self._nargs_all = len(arr)
+            self._outputs.append((slots(name), like, out.shape, out.dtype,
+                                  returned))
+        self._nargs_all = [len(arr) for arr in arrs]
         self._device = torch.device(device)
         index = self._device.index
         self._device_index = torch.cuda.current_device() if index is None \
@@ -300,10 +346,11 @@ class _FastLaunch:
         self._raw_stream = raw
         # kiln_kernel_launch called directly: the kernel pointer and the
         # array's address as integers, no wrapper objects per call.
-        lib = handle._lib
+        lib = handles[0]._lib
         self._lib = lib
         self._launch = lib.kiln_kernel_launch
-        self._kernel_ptr = handle._ptr
+        self._calls = [(h._ptr, arr, n) for h, arr, n in
+                       zip(handles, arrs, self._nargs_all)]
         self._busy = threading.Lock()
 
     def launch(self, args: Sequence[Any], stream: Optional[int]) -> Any:
@@ -313,34 +360,41 @@ class _FastLaunch:
             return _MISS
         try:
             tensor_type = self._tensor_type
-            for pos, ptr, dtype, shape, stride, device in self._tensors:
+            for pos, ptrs, dtype, shape, stride, device in self._tensors:
                 t = args[pos]
                 if (not isinstance(t, tensor_type) or t.dtype != dtype
                         or t.shape != shape or t.get_device() != device
                         or t.stride() != stride):
                     return _MISS
-                ptr.value = t.data_ptr()
+                data = t.data_ptr()
+                for ptr in ptrs:
+                    ptr.value = data
             for pos, kind, value in self._scalars:
                 v = args[pos]
                 if type(v) is not kind or v != value:
                     return _MISS
             outs = []
             empty_like = self._torch.empty_like
-            for ptr, like, shape, dtype in self._outputs:
+            for ptrs, like, shape, dtype, returned in self._outputs:
                 out = empty_like(args[like]) if like is not None else \
                     args[self._tensors[0][0]].new_empty(shape, dtype=dtype)
-                ptr.value = out.data_ptr()
-                outs.append(out)
+                data = out.data_ptr()
+                for ptr in ptrs:
+                    ptr.value = data
+                if returned:
+                    outs.append(out)
             if stream is None:
                 raw = self._raw_stream
                 stream = raw(self._device_index) if raw is not None else \
                     self._torch.cuda.current_stream(self._device).cuda_stream
-            status = self._launch(self._kernel_ptr, self._arr, self._nargs_all,
-                                  stream or None)
-            if status:
-                raise KilnStatusError(status, "kiln_kernel_launch: " + (
-                    self._lib.kiln_last_error() or b"").decode(
-                        "utf-8", "replace"))
+            elif len(self._calls) > 1:
+                return _MISS  # (the shared tensors need record_stream)
+            for kernel_ptr, arr, nargs in self._calls:
+                status = self._launch(kernel_ptr, arr, nargs, stream or None)
+                if status:
+                    raise KilnStatusError(status, "kiln_kernel_launch: " + (
+                        self._lib.kiln_last_error() or b"").decode(
+                            "utf-8", "replace"))
         finally:
             self._busy.release()
         if not outs:

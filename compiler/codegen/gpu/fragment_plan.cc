@@ -122,7 +122,8 @@ void PlanRows(const Kernel& k, const GpuDialect& dialect, FragmentPlan* plan) {
               mark(n.c.name);
             } else if constexpr (std::is_same_v<T, ParallelStmt>) {
               std::set<std::string> rows_used, accs;
-              bool stores_memory = false, bad_index = false;
+              bool stores_memory = false, stores_registers = false,
+                   bad_index = false;
               auto check = [&](const std::string& name,
                                const std::vector<Expr>& idx) {
                 if (is_acc(name)) accs.insert(name);
@@ -136,10 +137,12 @@ void PlanRows(const Kernel& k, const GpuDialect& dialect, FragmentPlan* plan) {
               ForEachStmt(n.body, [&](const Stmt& b) {
                 if (auto* st = std::get_if<StoreStmt>(&b.node)) {
                   check(st->name, st->indices);
-                  if (!is_row(st->name) && !is_acc(st->name)) {
-                    auto t = plan->tiles.find(st->name);
-                    stores_memory |= t == plan->tiles.end() ||
-                                     t->second.scope != Scope::kLocal;
+                  auto t = plan->tiles.find(st->name);
+                  if (t == plan->tiles.end() ||
+                      t->second.scope == Scope::kShared) {
+                    stores_memory = true;
+                  } else {
+                    stores_registers = true;  // row, accumulator or local
                   }
                 }
                 StmtExprs(b, [&](const Expr& e) {
@@ -149,7 +152,10 @@ void PlanRows(const Kernel& k, const GpuDialect& dialect, FragmentPlan* plan) {
               if (rows_used.empty()) return;
               bool ok = !bad_index;
               if (n.vars.size() == 1) {
-                ok = ok && accs.empty() && !stores_memory;
+                // A body storing into memory runs on one lane of each row
+                // group (the rows' copies agree), so it may store nothing
+                // the other lanes hold.
+                ok = ok && accs.empty() && !(stores_memory && stores_registers);
               } else {
                 ok = ok && !accs.empty();
               }

@@ -73,6 +73,11 @@ std::string PrintPlan(const KernelPlan& p) {
   for (const RingPlan& r : p.rings) {
     StrAppend(&s, "ring over loop ", r.loop->var, "\n  stages          ",
               r.stages, "\n  tiles           ", Join(r.tiles), "\n");
+    if (!r.lets.empty()) {
+      std::vector<std::string> names;
+      for (const LetStmt* l : r.lets) names.push_back(l->name);
+      StrAppend(&s, "  loaded ahead    ", Join(names), "\n");
+    }
     if (r.tma) StrAppend(&s, "  fallback of     the TMA ring\n");
     if (r.whole_tile_version) {
       StrAppend(&s, "  second version  straight-line copies of whole tiles\n");

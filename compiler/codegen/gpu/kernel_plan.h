@@ -107,6 +107,10 @@ struct RingPlan {
   int64_t stages = 0;
   std::vector<const CopyStmt*> copies;  // in body order
   std::vector<std::string> tiles;       // their destinations
+  // Top-level lets of the body a ring copy's source depends on (a page
+  // index loaded from a block table): each issue evaluates them again for
+  // the iteration it loads, S - 1 ahead. In body order.
+  std::vector<const LetStmt*> lets;
   // The warp-specialised loop with every copy from a tensor in the ring:
   // the producer's TMA ring takes it, this ring is its fallback.
   bool tma = false;

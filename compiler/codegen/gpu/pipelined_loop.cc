@@ -159,6 +159,15 @@ absl::Status Emitter::EmitPipelined(const ForStmt& f, const Loc& loc) {
     ring_offsets_[c->dst.name] = ring_off;
   }
   auto issue = [&](const std::string& slot) -> absl::Status {
+    // The lets the copies' sources use, for the iteration they load (the
+    // loop variable is bound to it here).
+    for (const Stmt& s : f.body) {
+      auto* l = std::get_if<LetStmt>(&s.node);
+      if (l && std::find(planned->lets.begin(), planned->lets.end(), l) !=
+                   planned->lets.end()) {
+        KILN_GPU_RETURN_IF_ERROR(EmitStmt(s, true));
+      }
+    }
     for (const CopyStmt* c : ring) {
       auto src = MakeAccess(c->src);
       auto dst = MakeAccess(c->dst);

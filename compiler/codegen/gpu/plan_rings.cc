@@ -5,8 +5,12 @@
 //    a whole shared tile that
 //    - no statement outside the loop uses and no other copy in the body
 //      writes,
-//    - whose source region depends on no name the body declares (the loop
-//      variable aside: the copy is issued stages - 1 iterations ahead),
+//    - whose source region depends on no name the body declares but the
+//      loop variable and lets that can be evaluated ahead (the copy is
+//      issued stages - 1 iterations ahead): top-level lets before it over
+//      the loop variable, names from outside the loop, earlier such lets
+//      and elements of tensors the kernel never writes (a page index from
+//      a block table). Each issue evaluates them again for its iteration,
 //    - that moves in 16-byte chunks (ChunkedRows: an unpadded tile of the
 //      tensor's dtype whose rows are whole chunks; TensorTileRegion: the
 //      region's two free dims the tile's, the innermost contiguous).
@@ -29,11 +33,48 @@
 namespace kiln::compiler::gpu {
 namespace {
 
+// The tensors a block stores into, copies into or adds into atomically.
+void WrittenTensors(const Block& b,
+                    const std::map<std::string, const Param*>& tensors,
+                    std::set<std::string>* written) {
+  for (const Stmt& s : b) {
+    std::visit(
+        [&](const auto& n) {
+          using T = std::decay_t<decltype(n)>;
+          if constexpr (std::is_same_v<T, CopyStmt> ||
+                        std::is_same_v<T, AtomicAddStmt> ||
+                        std::is_same_v<T, FillStmt>) {
+            if (tensors.count(n.dst.name)) written->insert(n.dst.name);
+          } else if constexpr (std::is_same_v<T, StoreStmt>) {
+            if (tensors.count(n.name)) written->insert(n.name);
+          } else if constexpr (std::is_same_v<T, ParallelStmt> ||
+                               std::is_same_v<T, ForStmt>) {
+            WrittenTensors(n.body, tensors, written);
+          } else if constexpr (std::is_same_v<T, IfStmt>) {
+            WrittenTensors(n.then_body, tensors, written);
+            WrittenTensors(n.else_body, tensors, written);
+          }
+        },
+        s.node);
+  }
+}
+
 struct RingPlanner {
   const Kernel& k;
   const GpuDialect& dialect;
   KernelPlan* plan;
   std::map<std::string, const Param*> tensors;
+  std::set<std::string> written;  // tensors the kernel stores or copies into
+
+  // Whether an expression loads an element of a tile (only tensor elements
+  // and scalars can be evaluated ahead).
+  bool TileLoad(const Expr& e) const {
+    if (e.kind == ExprKind::kLoad && !tensors.count(e.name)) return true;
+    for (const Expr& a : e.args) {
+      if (TileLoad(a)) return true;
+    }
+    return false;
+  }
 
   // The region of a tensor as the emitter addresses it: per dim whether it
   // is free and its extent.
@@ -70,9 +111,24 @@ struct RingPlanner {
     for (const Stmt& s : f.body) {
       if (auto* c = std::get_if<CopyStmt>(&s.node)) writes[c->dst.name]++;
     }
+    // Lets that can be evaluated ahead, by the iteration they are for.
+    std::set<std::string> ahead;
+    for (const Stmt& s : f.body) {
+      auto* l = std::get_if<LetStmt>(&s.node);
+      if (!l) continue;
+      std::set<std::string> u;
+      internal::ExprUses(l->value, &u);
+      bool ok = !TileLoad(l->value);
+      for (const std::string& n : u) {
+        if (n == f.var || ahead.count(n)) continue;
+        if (declared.count(n) || written.count(n)) ok = false;
+      }
+      if (ok) ahead.insert(l->name);
+    }
     RingPlan ring;
     ring.loop = &f;
     ring.stages = *stages;
+    std::set<std::string> needed;
     int tensor_copies = 0;
     bool gemm_loop = true;
     for (const Stmt& s : f.body) {
@@ -88,7 +144,7 @@ struct RingPlanner {
         std::set<std::string> u;
         internal::RegionUses(c->src, &u);
         for (const std::string& n : u) {
-          if (n != f.var && declared.count(n)) return false;
+          if (n != f.var && declared.count(n) && !ahead.count(n)) return false;
         }
         const TileInfo& t = frag.tiles.at(c->dst.name);
         const int64_t pad =
@@ -99,12 +155,21 @@ struct RingPlanner {
       if (in_ring) {
         ring.copies.push_back(c);
         ring.tiles.push_back(c->dst.name);
+        internal::RegionUses(c->src, &needed);
       } else if (!std::holds_alternative<GemmStmt>(s.node)) {
         gemm_loop = false;
       }
     }
     if (ring.copies.empty()) return;
-    ring.tma = &f == plan->ws.loop &&
+    // The lets the ring's copies need, with the earlier lets those use.
+    for (auto s = f.body.rbegin(); s != f.body.rend(); ++s) {
+      auto* l = std::get_if<LetStmt>(&s->node);
+      if (!l || !ahead.count(l->name) || !needed.count(l->name)) continue;
+      internal::ExprUses(l->value, &needed);
+      ring.lets.insert(ring.lets.begin(), l);
+    }
+    // (The TMA producer evaluates no lets.)
+    ring.tma = &f == plan->ws.loop && ring.lets.empty() &&
                static_cast<int>(ring.copies.size()) == tensor_copies;
     bool affine = true;
     for (const CopyStmt* c : ring.copies) {
@@ -136,10 +201,11 @@ struct RingPlanner {
 }  // namespace
 
 void PlanRings(const Kernel& k, const GpuDialect& dialect, KernelPlan* plan) {
-  RingPlanner p{k, dialect, plan, {}};
+  RingPlanner p{k, dialect, plan, {}, {}};
   for (const Param& param : k.params) {
     if (param.is_tensor) p.tensors[param.name] = &param;
   }
+  WrittenTensors(k.body, p.tensors, &p.written);
   p.Block(k.body);
 }
 

@@ -697,6 +697,25 @@ absl::Status Emitter::EmitParallel(const ParallelStmt& p, const Loc& loc) {
     }
   };
   scan(p.body);
+  // Over a row vector's rows, a body that stores only into memory (the
+  // plan allows no register stores beside those) runs on one lane of each
+  // row group: every lane holds the row, one stores it.
+  bool stores_memory = false;
+  std::function<void(const Block&)> memory = [&](const Block& b) {
+    for (const Stmt& s : b) {
+      if (auto* st = std::get_if<StoreStmt>(&s.node)) {
+        const Buf* bb = FindBuf(st->name);
+        stores_memory |=
+            !bb || bb->tensor || (bb->scope == Scope::kShared && !bb->own);
+      } else if (auto* i = std::get_if<IfStmt>(&s.node)) {
+        memory(i->then_body);
+        memory(i->else_body);
+      } else if (auto* f = std::get_if<ForStmt>(&s.node)) {
+        memory(f->body);
+      }
+    }
+  };
+  memory(p.body);
   std::vector<Expr> ext;
   for (const Expr& e : p.extents) ext.push_back(FoldConstants(e));
   Open("");
@@ -735,7 +754,7 @@ absl::Status Emitter::EmitParallel(const ParallelStmt& p, const Loc& loc) {
           }
           return ElementBody(*body);
         },
-        reg_buf ? nullptr : row_buf);
+        reg_buf ? nullptr : row_buf, !reg_buf && row_buf && stores_memory);
   };
   absl::Status st;
   if (hoisted->all_true.empty()) {

@@ -19,6 +19,7 @@ import builtins
 import functools
 import inspect
 import numbers
+import re
 import textwrap
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
@@ -56,12 +57,32 @@ class Param:
         return f"Param({self.name}: {self.dtype}{list(self.shape or [])})"
 
 
+class KernelPart:
+    """One ``with T.Kernel(...)`` block of a prim_func: a tile-IR kernel of
+    the program, launched in order. Its parameters are the prim_func's,
+    then the ``T.alloc_global`` tensors it uses."""
+
+    def __init__(self, name: str, params: List[Param],
+                 tunables: Dict[str, Tuple[int, ...]]):
+        self.name = name
+        self.params = params
+        self.tunables = tunables
+
+    def __repr__(self) -> str:
+        return f"KernelPart({self.name})"
+
+
 class PrimFunc:
-    """A translated kernel: its tile IR and what launching it needs."""
+    """A translated kernel: its tile IR and what launching it needs. A
+    prim_func with several ``T.Kernel`` blocks is a program of several
+    kernels (``kernels``), launched in order, sharing the ``globals``
+    (``T.alloc_global``) that each launch allocates."""
 
     def __init__(self, name: str, ir: str, params: List[Param],
                  symbols: List[str], tunables: Dict[str, Tuple[int, ...]],
-                 filename: str, lineno: int, line_map: Dict[int, int]):
+                 filename: str, lineno: int, line_map: Dict[int, int],
+                 kernels: Optional[List[KernelPart]] = None,
+                 globals_: Optional[List[Param]] = None):
         self.name = name
         self.ir = ir
         self.params = params
@@ -70,6 +91,8 @@ class PrimFunc:
         self.filename = filename
         self.lineno = lineno
         self.line_map = line_map  # IR line (1-based) -> Python line
+        self.kernels = kernels or [KernelPart(name, params, tunables)]
+        self.globals = globals_ or []
 
     def script(self) -> str:
         return self.ir
@@ -206,6 +229,31 @@ def translate(func: Callable) -> PrimFunc:
     return _Translator(func).run()
 
 
+class LazyPrimFunc(PrimFunc):
+    """What ``@T.prim_func`` returns: the function, translated on first
+    use (so a prim_func defined and never used, as TileLang examples keep
+    a variant per configuration, costs nothing and cannot fail)."""
+
+    def __init__(self, func: Callable):  # pylint: disable=super-init-not-called
+        self._func = func
+        self._translated: Optional[PrimFunc] = None
+
+    def translated(self) -> PrimFunc:
+        if self._translated is None:
+            self._translated = translate(self._func)
+        return self._translated
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name in ("_func", "_translated"):
+            raise AttributeError(name)
+        return getattr(self.translated(), name)
+
+    def __repr__(self) -> str:
+        if self._translated is None:
+            return f"<kiln PrimFunc {self._func.__name__} (not translated)>"
+        return repr(self._translated)
+
+
 class _Translator:
     def __init__(self, func: Callable):
         self.func = func
@@ -216,12 +264,14 @@ class _Translator:
         self.lines: List[List] = []  # [depth, text, python line]
         self.depth = 0
         self.in_parallel = 0
-        self.kernel_seen = False
+        self.in_kernel = False
+        # Each T.Kernel block: (launch text, its lines).
+        self.parts: List[Tuple[str, List[List]]] = []
+        self.globals: List[Param] = []
         self.params: List[Param] = []
         self.symbols: Dict[str, str] = {}
         self.tunables: Dict[str, Tuple[int, ...]] = {}
         self.assumes: List[str] = []
-        self.launch_text = ""
         self.rasterized = False
         self.node: ast.AST = self.fdef
 
@@ -253,21 +303,13 @@ class _Translator:
                 isinstance(body[0].value, ast.Constant) and \
                 isinstance(body[0].value.value, str):
             body = body[1:]
+        # The top level holds T.Kernel blocks (also from macros), launched
+        # in order, T.alloc_global and Python statements; emit() refuses
+        # kernel code outside a block.
         for stmt in body:
             self.node = stmt
-            if isinstance(stmt, ast.With):
-                self._kernel(stmt)
-            elif isinstance(stmt, (ast.Assign, ast.Pass)) and \
-                    not self.kernel_seen:
-                self.stmt(stmt)
-                if self.lines:
-                    raise self.error("only `with T.Kernel(...)` may emit "
-                                     "kernel code in a prim_func body", stmt)
-            else:
-                raise self.error(
-                    "a prim_func body holds one `with T.Kernel(...) as ...:` "
-                    "block; put this statement inside it", stmt)
-        if not self.kernel_seen:
+            self.stmt(stmt)
+        if not self.parts:
             raise self.error(f"prim_func '{name}' has no "
                              "`with T.Kernel(...)` block", self.fdef)
         return self._assemble(name)
@@ -339,36 +381,50 @@ class _Translator:
                 f"T.Tensor(shape, dtype) or a scalar dtype; got {ann!r}")
 
     def _assemble(self, name: str) -> PrimFunc:
-        params = []
-        for p in self.params:
-            if p.is_tensor:
-                text = f"{p.name}: {p.dtype}[{', '.join(map(str, p.shape))}]"
-                if p.strides:
-                    text += f" strides [{', '.join(p.strides)}]"
-            else:
-                text = f"{p.name}: {p.dtype}"
-            params.append(text)
-        head = [f"kernel {name}({', '.join(params)})"]
-        for t, values in self.tunables.items():
-            head.append(f"  tune {t} in [{', '.join(map(str, values))}]")
-        for a in self.assumes:
-            head.append(f"  assume {a}")
-        head.append("  " + self.launch_text)
-        line_map = {i + 1: self.fdef.lineno for i in range(len(head))}
-        out = list(head)
-        for depth, text, line in self.lines:
-            out.append("  " * depth + text)
-            line_map[len(out)] = line
-        out.append("}")
-        line_map[len(out)] = self.fdef.lineno
-        tunables = dict(self.tunables)
+        single = len(self.parts) == 1
+        out: List[str] = []
+        line_map: Dict[int, int] = {}
+        kernels = []
+        for index, (launch, lines) in enumerate(self.parts):
+            used = set(re.findall(r"[A-Za-z_]\w*", launch + "\n" + "\n".join(
+                text for _, text, _ in lines)))
+            # One kernel keeps every tunable found (a closure's, unused,
+            # too); several take those each uses.
+            tunables = {t: v for t, v in self.tunables.items()
+                        if single or t in used}
+            params = self.params + [g for g in self.globals
+                                    if g.name in used]
+            kname = name if single else f"{name}_k{index}"
+            kernels.append(KernelPart(kname, params, tunables))
+            if out:
+                out.append("")
+                line_map[len(out)] = self.fdef.lineno
+            start = len(out)
+            out.append(f"kernel {kname}({', '.join(map(_param_text, params))})")
+            for t, values in tunables.items():
+                out.append(f"  tune {t} in [{', '.join(map(str, values))}]")
+            for a in self.assumes:
+                out.append(f"  assume {a}")
+            out.append("  " + launch)
+            for i in range(start, len(out)):
+                line_map[i + 1] = self.fdef.lineno
+            for depth, text, line in lines:
+                out.append("  " * depth + text)
+                line_map[len(out)] = line
+            out.append("}")
+            line_map[len(out)] = self.fdef.lineno
         return PrimFunc(name, "\n".join(out) + "\n", self.params,
-                        list(self.symbols), tunables, self.filename,
-                        self.fdef.lineno, line_map)
+                        list(self.symbols), dict(self.tunables),
+                        self.filename, self.fdef.lineno, line_map, kernels,
+                        list(self.globals))
 
     # --- emitting ----------------------------------------------------------
 
     def emit(self, text: str) -> int:
+        if not self.in_kernel:
+            raise KilnSourceError(
+                "kernel code outside a `with T.Kernel(...) as ...:` block; "
+                "put this statement inside it")
         self.lines.append([self.depth, text, getattr(self.node, "lineno", 0)])
         return len(self.lines) - 1
 
@@ -429,8 +485,6 @@ class _Translator:
             self.node = saved
 
     def _kernel(self, node: ast.With) -> None:
-        if self.kernel_seen:
-            raise self.error("a prim_func holds one `with T.Kernel(...)`")
         if len(node.items) != 1:
             raise self.error("use one `with T.Kernel(...) as (bx, by):`")
         item = node.items[0]
@@ -455,7 +509,6 @@ class _Translator:
         if len(py_names) != n:
             raise self.error(f"T.Kernel has {n} grid extents but binds "
                              f"{len(py_names)} block indices")
-        self.kernel_seen = True
         try:
             grid = ", ".join(self.r(b) for b in launch.blocks)
             threads = self.r(launch.threads)
@@ -471,9 +524,17 @@ class _Translator:
             ir = self.names.fresh(py)
             ir_names.append(ir)
             self.bind(py, E.Expr("name", ir, ty="int"), "block")
-        self.launch_text = (f"grid({grid}) threads({threads}){cluster} "
-                            f"({', '.join(ir_names)}) {{")
-        self.block(node.body)
+        launch = (f"grid({grid}) threads({threads}){cluster} "
+                  f"({', '.join(ir_names)}) {{")
+        self.in_kernel = True
+        self.lines = []
+        self.rasterized = False
+        try:
+            self.block(node.body)
+        finally:
+            self.in_kernel = False
+        self.parts.append((launch, self.lines))
+        self.lines = []
 
     def stmt_Pass(self, node: ast.Pass) -> None:
         return None
@@ -487,8 +548,37 @@ class _Translator:
             raise self.error("the value of this expression is unused")
 
     def stmt_With(self, node: ast.With) -> None:
-        raise self.error("`with` inside a kernel is not supported (one "
-                         "`with T.Kernel(...)` makes the kernel)")
+        if not self.in_kernel:
+            self._kernel(node)
+            return
+        raise self.error("`with` inside a kernel is not supported (a "
+                         "`with T.Kernel(...)` block makes a kernel; blocks "
+                         "do not nest)")
+
+    def alloc_global(self, py_name: str, shape: Tuple[Any, ...],
+                     dtype: str) -> None:
+        """``X = T.alloc_global(shape, dtype)`` at the top level: a tensor
+        the kernels share, allocated by each launch of the prim_func."""
+        if self.in_kernel:
+            raise KilnSourceError(
+                "T.alloc_global allocates a tensor the prim_func's kernels "
+                "share: call it outside `with T.Kernel(...)`")
+        dims = []
+        for d in shape:
+            if isinstance(d, E.Symbol) and d.a in self.symbols:
+                dims.append(d.a)
+            elif isinstance(d, numbers.Integral) and \
+                    not isinstance(d, bool) and d > 0:
+                dims.append(int(d))
+            else:
+                raise KilnSourceError(
+                    f"T.alloc_global dim {d!r}: dims are positive ints or "
+                    "symbolic dims of the parameters")
+        ir = self.names.fresh(py_name)
+        self.globals.append(Param(ir, dtype, tuple(dims)))
+        self.bind(py_name, Buffer(ir, "global", dtype, tuple(
+            E.Symbol(d) if isinstance(d, str) else d for d in dims),
+            py_name), "buffer")
 
     def stmt_Return(self, node: ast.Return) -> None:
         raise self.error("a kernel body cannot return")
@@ -994,6 +1084,15 @@ class _Translator:
         finally:
             self.env, self.scope, self.filename = saved
         return result
+
+
+def _param_text(p: Param) -> str:
+    if not p.is_tensor:
+        return f"{p.name}: {p.dtype}"
+    text = f"{p.name}: {p.dtype}[{', '.join(map(str, p.shape))}]"
+    if p.strides:
+        text += f" strides [{', '.join(p.strides)}]"
+    return text
 
 
 def _scalar(v: Any) -> Any:

@@ -63,6 +63,11 @@ def alloc(t: "_Translator", op: str, fn: Callable, py_name: str,
           args: List[Any], kwargs: Dict[str, Any]) -> None:
     from kiln._dsl.frontend import Buffer, LocalVar
     a = _bind(op, fn, args, kwargs)
+    if op == "alloc_global":
+        shape = a["shape"]
+        t.alloc_global(py_name, tuple(shape) if isinstance(
+            shape, (tuple, list)) else (shape,), to_ir(a["dtype"]))
+        return
     scope = _SCOPES[op]
     dtype = to_ir(a["dtype"])
     shape = (1,) if op == "alloc_var" else _shape(a["shape"])

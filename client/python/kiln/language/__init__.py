@@ -262,6 +262,12 @@ def alloc_local(shape, dtype, scope="local"):
 
 
 @_tile_op
+def alloc_global(shape, dtype):
+    """A global tensor the prim_func's kernels share (outside T.Kernel):
+    each launch allocates it on the inputs' device."""
+
+
+@_tile_op
 def alloc_var(dtype, init=None, scope="local.var"):
     """A per-thread scalar variable (a one-element local tile)."""
 
@@ -438,11 +444,12 @@ def macro(func: Optional[Callable] = None, **_options: Any) -> Any:
 
 
 def prim_func(func: Optional[Callable] = None, **_options: Any) -> Any:
-    """Translates the decorated function into a tile-IR kernel."""
-    from kiln._dsl.frontend import translate
+    """The decorated function as a tile-IR program, translated on first
+    use (its ``.ir``, ``kiln.compile``, ``@kiln.jit``)."""
+    from kiln._dsl.frontend import LazyPrimFunc
     if func is None:
-        return lambda f: translate(f)
-    return translate(func)
+        return lambda f: LazyPrimFunc(f)
+    return LazyPrimFunc(func)
 
 
 __all__ = [name for name in dir() if not name.startswith("_") and name not in
