@@ -115,7 +115,7 @@ def main():
 
     def sweep(page):  # (chunk tokens, stages): chunks of 32 and 64 tokens
         return [(bn, st) for bn in sorted({min(page, 32), min(page, 64)})
-                for st in (2, 4)]
+                for st in ((2, 4, 8) if bn < 32 else (2, 4))]
     rows = []
     for batch, seq in shapes:
         for page in pages:

@@ -272,10 +272,13 @@ void KernelVerifier::CheckStore(const Stmt& stmt, const StoreStmt& s,
                             "a 'parallel' body, or write tensors with copy "
                             "or atomic_add"));
     ok = false;
-  } else if (info->kind == NameKind::kTensor && s.op != AssignOp::kSet) {
-    Report(stmt.loc, StrCat("compound assignment into tensor '", s.name,
-                            "': elements of a 'parallel' may race; use "
-                            "atomic_add, or '='"));
+  } else if (info->kind == NameKind::kTensor && s.op != AssignOp::kSet &&
+             s.op != AssignOp::kAdd) {
+    Report(stmt.loc,
+           StrCat("'", AssignOpSpelling(s.op), "' into tensor '", s.name,
+                  "': elements of a 'parallel' may race; '+=' "
+                  "(an atomic add) and '=' are the stores into a "
+                  "tensor element"));
     ok = false;
   } else if (info->kind != NameKind::kTile && info->kind != NameKind::kTensor) {
     Report(stmt.loc, StrCat("cannot store into '", s.name, "', a ",

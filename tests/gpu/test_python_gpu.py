@@ -236,3 +236,19 @@ def test_paged_decode_split_kv(page, block_n, splits):
     ref = paged_decode_torch(q, kc, vc, table, lens)
     assert (out.float() - ref).abs().max().item() < 2e-2
     assert not out[2].any()
+
+
+def test_element_atomic_add_on_cuda():
+    # Element-wise T.atomic_add into repeated rows (an embedding gradient).
+    rows, dim, tokens = 50, 256, 5000
+    kernel = kernels.scatter_add(rows, dim, tokens)
+    dy = torch.randint(-50, 50, (tokens, dim), device="cuda",
+                       generator=gen).float()
+    index = torch.randint(0, rows, (tokens,), device="cuda",
+                          generator=gen).to(torch.int32)
+    grad = torch.zeros(rows, dim, device="cuda")
+    want = torch.zeros(rows, dim, device="cuda").index_add_(
+        0, index.long(), dy)
+    kernel(dy, index, grad)
+    torch.cuda.synchronize()
+    assert torch.equal(grad, want)

@@ -369,3 +369,23 @@ def paged_decode(batch, heads, kv_heads, dim, page_size, max_pages,
         T.thread_binding(0, 128, "threadIdx.x")
 
     return main
+
+
+@kiln.jit(out_idx=[])
+def scatter_add(rows, dim, tokens, block=16, dtype="float32"):
+    """Embedding-gradient style scatter: Grad[Index[t], :] += dY[t, :] for
+    every token, indices repeating (element-wise T.atomic_add)."""
+
+    @T.prim_func
+    def main(dY: T.Tensor((tokens, dim), dtype),
+             Index: T.Tensor((tokens,), "int32"),
+             Grad: T.Tensor((rows, dim), dtype)):
+        with T.Kernel(T.ceildiv(tokens, block), threads=128) as bx:
+            idx = T.alloc_fragment((block,), "int32")
+            dy = T.alloc_fragment((block, dim), dtype)
+            T.copy(Index[bx * block], idx)
+            T.copy(dY[bx * block, 0], dy)
+            for i, d in T.Parallel(block, dim):
+                if bx * block + i < tokens:
+                    T.atomic_add(Grad[idx[i], d], dy[i, d])
+    return main

@@ -1,10 +1,13 @@
 """Inference kernels written the TileLang way (tests/python/kernels.py), on
 the CPU target against NumPy with ragged shapes: paged decode attention
-(two T.Kernel blocks sharing T.alloc_global tensors)."""
+(two T.Kernel blocks sharing T.alloc_global tensors) and an element-wise
+atomic scatter-add."""
 
 import numpy as np
 import pytest
 
+import kiln
+import kiln.language as T
 import kernels
 
 
@@ -83,3 +86,30 @@ def test_paged_decode_ir_launches_split_then_combine():
     # tensors; the unused variant beside it was never translated.
     assert ir.count("O_part: f32[2, 8, 4, 128]") == 2
     assert "thread_binding" not in ir
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+def test_element_atomic_add_sums_repeated_indices(rng, dtype):
+    rows, dim, tokens = 7, 96, 203
+    kernel = kernels.scatter_add(rows, dim, tokens, dtype=dtype)
+    assert "Grad[idx[i], d] += dy[i, d]" in kernel.ir
+    dy = rng.integers(-50, 50, (tokens, dim)).astype(dtype)
+    index = rng.integers(0, rows, tokens).astype(np.int32)
+    index[::9] = rows + 3  # out of range: skipped
+    grad = rng.integers(-5, 5, (rows, dim)).astype(dtype)
+    want = grad.astype(np.float64)
+    for t in range(tokens):
+        if index[t] < rows:
+            want[index[t]] += dy[t]
+    kernel(dy, index, grad)
+    np.testing.assert_array_equal(grad, want.astype(dtype))
+
+
+def test_element_atomic_add_outside_parallel_is_refused():
+    @T.prim_func
+    def main(X: T.Tensor((8,), "float32")):
+        with T.Kernel(1, threads=32) as bx:
+            T.atomic_add(X[0], 1.0)
+    with pytest.raises(kiln.KilnSourceError,
+                       match="add one element inside T.Parallel"):
+        main.ir

@@ -1022,6 +1022,9 @@ class _Translator:
         if op is not None:
             if op.startswith("alloc_"):
                 raise KilnSourceError(f"assign T.{op}(...) to a name")
+            if op == "atomic_add" and self.in_parallel:
+                tileops.atomic_element(self, op, fn.__wrapped__, args, kwargs)
+                return None
             self._need_tile_context(f"T.{op}")
             tileops.run(self, op, fn.__wrapped__, args, kwargs)
             return None

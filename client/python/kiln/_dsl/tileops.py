@@ -325,8 +325,8 @@ def _atomic_add(t: "_Translator", a: Dict[str, Any]) -> None:
     if not isinstance(value, (Access, Buffer)) or \
             (isinstance(value, Access) and value.all_indices()):
         raise KilnSourceError(
-            "T.atomic_add adds a tile (or a region of one) into a global "
-            "region; element-wise atomics are not supported")
+            "T.atomic_add outside T.Parallel adds a tile (or a region of "
+            "one) into a global region; add one element inside T.Parallel")
     (dst, dsh), (src, ssh) = _pair(t, "atomic_add", a["dst"], value,
                                    ("destination", "value"))
     dbuf, _ = _operand(a["dst"], "")
@@ -335,6 +335,31 @@ def _atomic_add(t: "_Translator", a: Dict[str, Any]) -> None:
                               f"'{dbuf.py_name}' is a {dbuf.scope} tile")
     _check_same_shape("T.atomic_add", ssh, dsh)
     t.emit(f"atomic_add {dst}, {src}")
+
+
+def atomic_element(t: "_Translator", op: str, fn: Callable,
+                   args: List[Any], kwargs: Dict[str, Any]) -> None:
+    """``T.atomic_add(Out[i, j], v)`` inside T.Parallel: an atomic add
+    into one element of a global tensor (the tile IR's ``Out[i, j] += v``;
+    out-of-range elements are skipped)."""
+    from kiln._dsl.frontend import Access, _scalar
+    a = _bind(op, fn, args, kwargs)
+    if a["return_prev"]:
+        raise KilnSourceError(f"T.{op}(return_prev=True) is not supported: "
+                              "the element form returns nothing")
+    dst = a["dst"]
+    if not isinstance(dst, Access) or not dst.all_indices() or \
+            len(dst.items) != len(dst.buffer.shape):
+        raise KilnSourceError(
+            f"T.{op} inside T.Parallel adds into one element: "
+            "T.atomic_add(Out[i, j], value)")
+    if dst.buffer.scope != "global":
+        raise KilnSourceError(
+            f"T.{op} writes into a global tensor; '{dst.buffer.py_name}' is "
+            f"a {dst.buffer.scope} tile")
+    value = _scalar(a["value"])
+    index = ", ".join(t.r(it[1]) for it in dst.items)
+    t.emit(f"{dst.buffer.name}[{index}] += {t.r(value)}")
 
 
 def _use_swizzle(t: "_Translator", a: Dict[str, Any]) -> None:

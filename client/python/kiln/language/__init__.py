@@ -336,7 +336,8 @@ def cumsum(src, dst=None, dim=0, reverse=False):
 @_tile_op
 def atomic_add(dst, value, memory_order=None, return_prev=False,
                use_tma=False):
-    """Atomically adds a tile into a global region."""
+    """Atomically adds a tile into a global region, or (inside
+    T.Parallel) a value into one element of a global tensor."""
 
 
 @_tile_op
