@@ -370,12 +370,6 @@ Type ExprChecker::CheckLoad(const Expr& e, const ExprRules& rules, int depth) {
     Report(e.loc, StrCat("'", e.name, "' is a ", NameKindName(info->kind),
                          ", not a tile or tensor; it cannot be indexed"));
     ok = false;
-  } else if (info->scope == Scope::kFragment && !rules.in_parallel) {
-    Report(e.loc, StrCat("fragment '", e.name,
-                         "' is read element-wise outside 'parallel'; "
-                         "read fragments in a 'parallel' body or with a "
-                         "tile op"));
-    ok = false;
   }
   if (!CheckIndicesRec(e.name, ok ? info : nullptr, e.args, e.loc, rules,
                        depth)) {

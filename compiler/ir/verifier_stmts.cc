@@ -285,17 +285,11 @@ void KernelVerifier::CheckStore(const Stmt& stmt, const StoreStmt& s,
                             NameKindName(info->kind),
                             "; only tile elements can be stored"));
     ok = false;
-  } else if (!ctx.in_parallel && info->scope == Scope::kFragment) {
-    Report(stmt.loc, StrCat("fragment '", s.name,
-                            "' is written element-wise outside "
-                            "'parallel'; write fragments in a "
-                            "'parallel' body or with a tile op"));
-    ok = false;
-  } else if (!ctx.in_parallel && info->scope != Scope::kLocal) {
-    Report(stmt.loc, StrCat(ScopeName(info->scope), " tile '", s.name,
+  } else if (!ctx.in_parallel && info->scope == Scope::kShared) {
+    Report(stmt.loc, StrCat("shared tile '", s.name,
                             "' is stored outside 'parallel'; outside "
-                            "'parallel' only local tiles may be "
-                            "stored"));
+                            "'parallel' only local tiles and fragments may "
+                            "be stored"));
     ok = false;
   }
   if (ok) {

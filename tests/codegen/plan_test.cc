@@ -303,6 +303,46 @@ std::string Layout(const std::string& plan, const std::string& tile) {
   return plan.substr(at + tile.size() + 4, end - at - tile.size() - 4);
 }
 
+TEST(FragmentPlanTest, FragmentElementsUsedOutsideParallelStayInShared) {
+  // xs is read element by element outside `parallel` (every thread sees
+  // each element): it stays in shared memory, where it would otherwise be
+  // thread-owned like ys.
+  const std::string k = RowKernel(
+      "  copy X[bx * 4:+4, 0:+256] -> xs\n"
+      "  copy X[bx * 4:+4, 0:+256] -> ys\n"
+      "  s[0] = 0.0\n"
+      "  for r in serial(4) {\n"
+      "    s[0] += xs[r, 0]\n"
+      "  }\n"
+      "  parallel (i, j) in (4, 256) {\n"
+      "    ys[i, j] = ys[i, j] * s[0]\n"
+      "  }\n"
+      "  copy ys -> Y[bx * 4:+4, 0:+256]\n");
+  // A row vector of an accumulator read at one row outside `parallel`
+  // (each thread holds only its rows in registers).
+  const std::string rows =
+      Gemm("  copy C_local -> C[by * 128:+128, bx * 128:+128]",
+           "  alloc fragment m: f32[128]\n"
+           "  reduce.max C_local -> m, dim=1\n"
+           "  let top = m[5]\n"
+           "  parallel (i, j) in (128, 128) {\n"
+           "    C_local[i, j] = C_local[i, j] - m[i] + top\n"
+           "  }\n"
+           "  copy C_local -> C[by * 128:+128, bx * 128:+128]");
+  for (const char* target : {"sm_80", "sm_90a", "gfx90a"}) {
+    auto with_rows = PlanOf(rows, target);
+    ASSERT_TRUE(with_rows.ok()) << with_rows.status();
+    EXPECT_EQ(Layout(*with_rows, "m"), "shared (fragment)") << target;
+    EXPECT_THAT(Layout(*with_rows, "C_local"), HasSubstr("accumulator"))
+        << target;
+    auto plan = PlanOf(k, target);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    EXPECT_EQ(Layout(*plan, "xs"), "shared (fragment)") << target;
+    EXPECT_EQ(Layout(*plan, "s"), "shared (fragment)") << target;
+    EXPECT_THAT(Layout(*plan, "ys"), HasSubstr("thread-owned")) << target;
+  }
+}
+
 TEST(OwnedFragmentTest, ElementWiseFragmentsLiveInRegisters) {
   const std::string k = RowKernel(
       "  copy X[bx * 4:+4, 0:+256] -> xs\n"

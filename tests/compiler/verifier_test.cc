@@ -263,7 +263,7 @@ TEST(VerifierTest, ReportsAllErrorsNotOnlyTheFirstInSourceOrder) {
       "  let q = nope\n"
       "}\n"
       "kernel b(X: f32[M]) grid(1) threads(32) (bx) {\n"
-      "  alloc fragment F: f32[8]\n"
+      "  alloc shared F: f32[8]\n"
       "  F[0] = 1.0\n"
       "  copy X -> X\n"
       "  rasterize(panel=1)\n"

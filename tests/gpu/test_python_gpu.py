@@ -252,3 +252,14 @@ def test_element_atomic_add_on_cuda():
     kernel(dy, index, grad)
     torch.cuda.synchronize()
     assert torch.equal(grad, want)
+
+
+def test_fragment_elements_outside_parallel_on_cuda():
+    batch, heads, splits = 4, 32, 9
+    lse = torch.rand(batch, heads, splits, device="cuda", generator=gen) * 6 - 3
+    part = torch.randn(batch, heads, splits, 128, device="cuda", generator=gen)
+    out = kernels.split_combine(batch, heads, splits)(lse, part)
+    torch.cuda.synchronize()
+    w = torch.softmax(lse * 0.6931471805599453, dim=-1)  # 2^lse normalised
+    want = (part * w[..., None]).sum(2)
+    torch.testing.assert_close(out.float(), want, atol=2e-3, rtol=2e-3)

@@ -389,3 +389,40 @@ def scatter_add(rows, dim, tokens, block=16, dtype="float32"):
                 if bx * block + i < tokens:
                     T.atomic_add(Grad[idx[i], d], dy[i, d])
     return main
+
+
+@kiln.jit(out_idx=[-1])
+def split_combine(batch, heads, num_split, dim=128, dtype="float16",
+                  accum_dtype="float"):
+    """TileLang's flash-decoding combine step as its examples write it:
+    one-element fragments (and fragment elements) read and written outside
+    T.Parallel, a serial loop over the splits."""
+
+    @T.prim_func
+    def main(Lse: T.Tensor([batch, heads, num_split], accum_dtype),
+             O_part: T.Tensor([batch, heads, num_split, dim], accum_dtype),
+             Out: T.Tensor([batch, heads, dim], dtype)):
+        with T.Kernel(heads, batch, threads=128) as (by, bz):
+            po = T.alloc_fragment([dim], accum_dtype)
+            o = T.alloc_fragment([dim], accum_dtype)
+            lse_split = T.alloc_fragment([1], accum_dtype)
+            lse_sum = T.alloc_fragment([1], accum_dtype)
+            lse_max = T.alloc_fragment([1], accum_dtype)
+            scale = T.alloc_fragment([1], accum_dtype)
+            T.clear(lse_sum)
+            T.clear(o)
+            lse_max[0] = -T.infinity(accum_dtype)
+            for k in T.serial(num_split):
+                lse_max[0] = T.max(lse_max[0], Lse[bz, by, k])
+            for k in T.serial(num_split):
+                lse_split[0] = Lse[bz, by, k]
+                lse_sum[0] += T.exp2(lse_split[0] - lse_max[0])
+            lse_sum[0] = T.log2(lse_sum[0]) + lse_max[0]
+            for k in T.serial(num_split):
+                T.copy(O_part[bz, by, k, :], po)
+                scale[0] = T.exp2(Lse[bz, by, k] - lse_sum[0])
+                for i in T.Parallel(dim):
+                    o[i] += po[i] * scale[0]
+            for i in T.Parallel(dim):
+                Out[bz, by, i] = o[i]
+    return main

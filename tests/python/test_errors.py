@@ -36,16 +36,18 @@ CASES = [
      ),
     ("copy_not_a_tile", "T.copy(a, 3)  # HERE",
      "T.copy destination expects a tile, a tensor or a region of one; got 3"),
-    ("copy_shape", "T.copy(A[0:32, 0:16], a)  # HERE",
-     "T.copy: source shape [32, 16] does not match destination shape [64, 64]"),
+    ("copy_shape", "T.copy(A[0:32, 0:16], r3)  # HERE",
+     "T.copy: source shape [32, 16] does not match destination shape "
+     "[4, 4, 4]"),
     ("two_elements", "T.copy(A[0, 0], B[0, 0])  # HERE",
      "both name single elements"),
     ("int_true_div", "for i, j in T.Parallel(64, 64):\n"
      "    a[i, j] = i / j  # HERE", "'i / j' divides two integers"),
     ("float_floordiv", "for i, j in T.Parallel(64, 64):\n"
      "    a[i, j] = a[i, j] // 2  # HERE", "floor division '//' takes integers"),
-    ("fragment_store_outside_parallel", "a[0, 0] = 1.0  # HERE",
-     "store its elements inside a T.Parallel loop"),
+    ("shared_store_outside_parallel",
+     "s = T.alloc_shared((8,), 'float32')\ns[0] = 1.0  # HERE",
+     "'s' is a shared tile: store its elements inside a T.Parallel loop"),
     ("global_store_outside_parallel", "A[0, 0] = 1.0  # HERE",
      "store its elements inside a T.Parallel loop, or write it with T.copy"),
     ("global_compound_store", "for i, j in T.Parallel(64, 64):\n"

@@ -113,3 +113,16 @@ def test_element_atomic_add_outside_parallel_is_refused():
     with pytest.raises(kiln.KilnSourceError,
                        match="add one element inside T.Parallel"):
         main.ir
+
+
+def test_fragment_elements_outside_parallel_combine_splits(rng):
+    # TileLang's combine: fragment elements as running scalars.
+    batch, heads, splits = 3, 5, 7
+    lse = rng.uniform(-3, 3, (batch, heads, splits)).astype(np.float32)
+    part = rng.uniform(-1, 1, (batch, heads, splits, 128)).astype(np.float32)
+    kernel = kernels.split_combine(batch, heads, splits)
+    out = kernel(lse, part)
+    w = np.exp2(lse - lse.max(axis=-1, keepdims=True))
+    want = (part * (w / w.sum(axis=-1, keepdims=True))[..., None]).sum(2)
+    np.testing.assert_allclose(out.astype(np.float64), want, atol=2e-3,
+                               rtol=2e-3)

@@ -140,3 +140,33 @@ def test_a_compound_store_into_a_tensor_is_refused():
                 for i in T.Parallel(128):
                     X[bx * 128 + i] += 1.0
         main.ir  # (translated on first use)
+
+
+@kiln.jit(out_idx=[-1])
+def group_rows(heads=10, kv_heads=2, block_H=16, dim=32):
+    # TileLang's GQA decode copies the valid_block_H query rows of a KV
+    # head into a block_H-row tile and back: T.copy between regions of
+    # unequal constant extents copies the box both hold.
+    valid = heads // kv_heads
+
+    @T.prim_func
+    def main(Q: T.Tensor((N, heads, dim), "float32"),
+             O: T.Tensor((N, heads, dim), "float32")):
+        with T.Kernel(kv_heads, N, threads=128) as (hid, bid):
+            q = T.alloc_shared((block_H, dim), "float32")
+            o = T.alloc_fragment((block_H, dim), "float32")
+            T.copy(Q[bid, hid * valid:(hid + 1) * valid, :], q)
+            T.copy(q, o)
+            for i, j in T.Parallel(block_H, dim):
+                o[i, j] = o[i, j] * 2 + i
+            T.copy(o, O[bid, hid * valid:(hid + 1) * valid, :])
+    return main
+
+
+def test_copy_between_unequal_extents_copies_the_common_box(rng):
+    kernel = group_rows()
+    assert "-> q[0:+5, 0:+32]" in kernel.ir
+    q = rng.standard_normal((3, 10, 32)).astype(np.float32)
+    row = np.arange(10) % 5
+    np.testing.assert_allclose(kernel(q), 2 * q + row[None, :, None],
+                               rtol=1e-6)

@@ -69,7 +69,8 @@ void PlanRows(const Kernel& k, const GpuDialect& dialect, FragmentPlan* plan) {
   std::set<std::string> cand, bad;
   for (const auto& [name, t] : plan->tiles) {
     if (t.scope == Scope::kFragment && t.dims.size() == 1 &&
-        t.dtype == DType::kF32 && !plan->registers.count(name)) {
+        t.dtype == DType::kF32 && !plan->registers.count(name) &&
+        !plan->uniform.count(name)) {
       cand.insert(name);
     }
   }
@@ -382,6 +383,27 @@ FragmentPlan PlanFragments(const Kernel& k, int64_t threads,
       plan.tiles[a->name] = t;
     }
   });
+  std::function<void(const Block&)> uniform = [&](const Block& b) {
+    for (const Stmt& s : b) {
+      if (std::holds_alternative<ParallelStmt>(s.node)) continue;
+      auto note = [&](const std::string& n) {
+        auto t = plan.tiles.find(n);
+        if (t != plan.tiles.end() && t->second.scope == Scope::kFragment) {
+          plan.uniform.insert(n);
+        }
+      };
+      if (auto* st = std::get_if<StoreStmt>(&s.node)) note(st->name);
+      StmtExprs(s, [&](const Expr& e) {
+        if (e.kind == ExprKind::kLoad) note(e.name);
+      });
+      if (auto* f = std::get_if<ForStmt>(&s.node)) uniform(f->body);
+      if (auto* i = std::get_if<IfStmt>(&s.node)) {
+        uniform(i->then_body);
+        uniform(i->else_body);
+      }
+    }
+  };
+  uniform(k.body);
   const int64_t wave = dialect.wave_size;
   const int64_t warps = threads % wave == 0 ? threads / wave : 0;
   auto tile = [&](const std::string& n) -> const TileInfo* {
@@ -446,6 +468,7 @@ FragmentPlan PlanFragments(const Kernel& k, int64_t threads,
     }
   });
   for (const std::string& r : rejected) cand.erase(r);
+  for (const std::string& u : plan.uniform) cand.erase(u);
 
   // 3. Uses, to a fixpoint.
   for (bool changed = true; changed;) {

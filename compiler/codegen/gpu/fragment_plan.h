@@ -131,6 +131,9 @@ struct FragmentPlan {
   std::map<std::string, TileInfo> tiles;  // every alloc of the kernel
   std::map<std::string, RegisterFragment> registers;
   std::map<std::string, RowFragment> rows;
+  // Fragments read or written element by element outside `parallel`:
+  // every thread sees every element, so they stay in shared memory.
+  std::set<std::string> uniform;
   // 16-bit fragments held in registers as mma A operands: the fragment's
   // only writer is a copy from this register accumulator (one warp per row
   // block) and its only readers are tensor-core gemms as A.

@@ -384,6 +384,41 @@ absl::Status Emitter::EmitStmt(const Stmt& s, bool element) {
           vars_[n.name] = {name, v->type};
           return absl::OkStatus();
         } else if constexpr (std::is_same_v<T, StoreStmt>) {
+          if (!element && Shared(n.name)) {
+            // A fragment element stored outside `parallel` (in shared
+            // memory: fragment_plan.h `uniform`): every thread computes
+            // the same new value and stores it; when the value reads the
+            // fragment, only after all have read it (the lazy barriers
+            // order it against earlier statements).
+            Expr value = n.value;
+            if (n.op != AssignOp::kSet) {
+              const BinaryOp bop = n.op == AssignOp::kAdd   ? BinaryOp::kAdd
+                                   : n.op == AssignOp::kSub ? BinaryOp::kSub
+                                   : n.op == AssignOp::kMul ? BinaryOp::kMul
+                                                            : BinaryOp::kDiv;
+              value = Expr::Binary(bop, Expr::Load(n.name, n.indices), n.value);
+            }
+            auto v = Value(value);
+            if (!v.ok()) return v.status();
+            const std::string tmp = StrCat("kiln_u", uid_++);
+            Line("const " + RegType(v->type) + " " + tmp + " = " + v->code +
+                 ";");
+            vars_[tmp] = {tmp, v->type};
+            std::set<std::string> reads;
+            ExprUses(value, &reads);
+            for (const std::string& r : reads) {
+              if (Shared(r) && SameBytes(r, n.name)) {
+                Barrier();
+                break;
+              }
+            }
+            auto c =
+                StoreCode(n.name, n.indices, AssignOp::kSet, Expr::Var(tmp));
+            if (!c.ok()) return c.status();
+            Line(*c);
+            Touch({}, {n.name});
+            return absl::OkStatus();
+          }
           auto c = StoreCode(n.name, n.indices, n.op, n.value);
           if (!c.ok()) return c.status();
           Line(*c);

@@ -234,7 +234,8 @@ void PlanOwned(const Kernel& k, int64_t threads, int64_t budget,
   std::set<std::string> cand;
   for (const auto& [name, t] : plan->tiles) {
     if (t.scope != Scope::kFragment || plan->registers.count(name) ||
-        plan->rows.count(name) || plan->packed.count(name)) {
+        plan->rows.count(name) || plan->packed.count(name) ||
+        plan->uniform.count(name)) {
       continue;
     }
     if (t.dims.empty() || t.dims.size() > 2 || t.dtype == DType::kI4 ||

@@ -714,11 +714,11 @@ class _Translator:
             raise KilnSourceError(
                 f"'{op}' into global tensor '{buf.py_name}': elements of a "
                 "T.Parallel may race; use T.atomic_add, or '='")
-        if buf.scope != "local" and not self.in_parallel:
+        if buf.scope == "shared" and not self.in_parallel:
             raise KilnSourceError(
-                f"'{buf.py_name}' is a {buf.scope} tile: store its elements "
-                "inside a T.Parallel loop (only local tiles are stored "
-                "outside one)")
+                f"'{buf.py_name}' is a shared tile: store its elements "
+                "inside a T.Parallel loop (only local tiles and fragments "
+                "are stored outside one)")
         if len(idx) != len(buf.shape):
             raise KilnSourceError(
                 f"'{buf.py_name}' has {len(buf.shape)} dims; got "

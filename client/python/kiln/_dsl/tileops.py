@@ -219,9 +219,45 @@ def run(t: "_Translator", op: str, fn: Callable, args: List[Any],
     handler(t, a)
 
 
+def _clip(value: Any, shape: List[Any], common: List[int]) -> Any:
+    """``value`` (a tile or a region of one) cut to its first ``common``
+    extents along its dims of more than one element."""
+    from kiln._dsl.frontend import Access
+    buf, items = _operand(value, "")
+    if items is None:
+        items = [("slice", None, None)] * len(buf.shape)
+    out, free, k = [], 0, 0
+    for it in items:
+        if it[0] == "idx":
+            out.append(it)
+            continue
+        extent = shape[free]
+        free += 1
+        if _is_unit(extent):
+            out.append(it)
+            continue
+        lo = 0 if it[1] is None else it[1]
+        out.append(("slice", lo, lo + common[k]))
+        k += 1
+    return Access(buf, out)
+
+
 def _copy(t: "_Translator", a: Dict[str, Any]) -> None:
-    (src, ssh), (dst, dsh) = _pair(t, "copy", a["src"], a["dst"],
+    src_v, dst_v = a["src"], a["dst"]
+    (src, ssh), (dst, dsh) = _pair(t, "copy", src_v, dst_v,
                                    ("source", "destination"))
+    sa = [d for d in ssh if not _is_unit(d)]
+    sb = [d for d in dsh if not _is_unit(d)]
+    if len(sa) == len(sb) and sa != sb and \
+            all(isinstance(d, int) for d in sa + sb) and \
+            _full_shape(src_v, "") is not None and \
+            _full_shape(dst_v, "") is not None:
+        # Unequal constant extents of one rank (a ragged tile: TileLang
+        # copies valid_block_H rows into a block_H tile): the leading box
+        # both hold, from each region's start.
+        common = [min(x, y) for x, y in zip(sa, sb)]
+        src, ssh = region(t, _clip(src_v, ssh, common), "T.copy source")
+        dst, dsh = region(t, _clip(dst_v, dsh, common), "T.copy destination")
     _check_same_shape("T.copy", ssh, dsh)
     sbuf, _ = _operand(a["src"], "")
     dbuf, _ = _operand(a["dst"], "")
