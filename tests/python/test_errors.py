@@ -250,3 +250,22 @@ def test_error_inside_a_macro_points_at_the_macro_line(tmp_path):
         module.build().ir
     assert info.value.lineno == line_of(path, "# HERE")
     assert info.value.filename == path
+
+
+@pytest.mark.parametrize("construct", ["thread_binding", "call_extern",
+                                       "alloc_barrier", "atomic_max"])
+def test_tilelang_constructs_kiln_lacks_are_named(tmp_path, construct):
+    module, path = load(tmp_path, f"""
+        def build():
+            @T.prim_func
+            def main(A: T.Tensor((128,), "float32")):
+                with T.Kernel(1, threads=128) as bx:
+                    x = T.{construct}(0, 128)  # HERE
+            return main
+        """)
+    with pytest.raises(kiln.KilnSourceError) as info:
+        module.build().ir
+    assert info.value.lineno == line_of(path, "# HERE")
+    assert f"T.{construct} is not supported: " in str(info.value)
+    assert construct in kiln.language.UNSUPPORTED
+

@@ -891,6 +891,11 @@ class _Translator:
             return getattr(base, node.attr)
         except AttributeError:
             what = getattr(base, "__name__", type(base).__name__)
+            reason = getattr(base, "UNSUPPORTED", {}).get(node.attr) \
+                if what == "kiln.language" else None
+            if reason:
+                raise KilnSourceError(f"T.{node.attr} is not supported: "
+                                      f"{reason}") from None
             raise KilnSourceError(
                 f"'{what}' has no attribute '{node.attr}'") from None
 

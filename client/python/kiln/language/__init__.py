@@ -444,6 +444,32 @@ def macro(func: Optional[Callable] = None, **_options: Any) -> Any:
     return Macro(func)
 
 
+# TileLang names Kiln does not provide, with what to write instead (the
+# translator raises a located KilnSourceError naming the construct).
+_THREADS = ("thread-level TIR: Kiln maps tiles to threads itself; write the "
+            "kernel with tile ops and T.Parallel")
+_BARRIERS = "the compiler places barriers and mbarriers itself"
+UNSUPPORTED = {
+    "thread_binding": _THREADS, "launch_thread": _THREADS,
+    "get_thread_binding": _THREADS, "get_lane_idx": _THREADS,
+    "get_warp_idx": _THREADS, "shfl_xor": _THREADS, "shfl_down": _THREADS,
+    "call_extern": "external calls are not supported",
+    "call_intrin": "external calls are not supported",
+    "call_packed": "external calls are not supported",
+    "import_source": "external source is not supported",
+    "alloc_barrier": _BARRIERS, "barrier_arrive": _BARRIERS,
+    "barrier_wait": _BARRIERS, "mbarrier_wait_parity": _BARRIERS,
+    "mbarrier_arrive": _BARRIERS, "sync_threads": _BARRIERS,
+    "create_tma_descriptor": "the compiler builds TMA descriptors itself",
+    "tma_copy": "T.copy uses TMA where the plan picks it",
+    "reinterpret": "reinterpreting bits is not supported",
+    "atomic_max": "element atomics other than T.atomic_add are not "
+                  "supported yet",
+    "atomic_min": "element atomics other than T.atomic_add are not "
+                  "supported yet",
+}
+
+
 def prim_func(func: Optional[Callable] = None, **_options: Any) -> Any:
     """The decorated function as a tile-IR program, translated on first
     use (its ``.ir``, ``kiln.compile``, ``@kiln.jit``)."""
