@@ -29,6 +29,7 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using ::testing::Not;
+using ::testing::StartsWith;
 
 const char* const kTargets[] = {"sm_80", "sm_90a", "gfx90a"};
 
@@ -329,6 +330,17 @@ TEST(FragmentPlanTest, FragmentElementsUsedOutsideParallelStayInShared) {
            "    C_local[i, j] = C_local[i, j] - m[i] + top\n"
            "  }\n"
            "  copy C_local -> C[by * 128:+128, bx * 128:+128]");
+  // P (the second gemm's A operand) read at one element outside
+  // `parallel`: not packed into registers from the accumulator.
+  auto packed = PlanOf(Attention("    copy acc_s -> acc_s_cast\n",
+                                 "    copy acc_s -> acc_s_cast\n"
+                                 "    let p0 = f32(acc_s_cast[0, 0])\n"
+                                 "    fill logsum, p0\n"),
+                       "sm_90a");
+  ASSERT_TRUE(packed.ok()) << packed.status();
+  EXPECT_THAT(Layout(*packed, "acc_s_cast"), StartsWith("shared"));
+  EXPECT_EQ(Layout(*PlanOf(Attention(), "sm_90a"), "acc_s_cast"),
+            "registers, mma A operands packed from acc_s");
   for (const char* target : {"sm_80", "sm_90a", "gfx90a"}) {
     auto with_rows = PlanOf(rows, target);
     ASSERT_TRUE(with_rows.ok()) << with_rows.status();

@@ -242,6 +242,7 @@ void PlanPacked(const Kernel& k, FragmentPlan* plan) {
     const std::string p = entry.first, acc = entry.second;
     const RegisterFragment& src = plan->registers.at(acc);
     int readers = 0;
+    if (plan->uniform.count(p)) bad.insert(p);  // read outside `parallel`
     ForEachStmt(k.body, [&](const Stmt& s) {
       std::visit(
           [&](const auto& n) {
