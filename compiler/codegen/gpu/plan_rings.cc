@@ -33,32 +33,6 @@
 namespace kiln::compiler::gpu {
 namespace {
 
-// The tensors a block stores into, copies into or adds into atomically.
-void WrittenTensors(const Block& b,
-                    const std::map<std::string, const Param*>& tensors,
-                    std::set<std::string>* written) {
-  for (const Stmt& s : b) {
-    std::visit(
-        [&](const auto& n) {
-          using T = std::decay_t<decltype(n)>;
-          if constexpr (std::is_same_v<T, CopyStmt> ||
-                        std::is_same_v<T, AtomicAddStmt> ||
-                        std::is_same_v<T, FillStmt>) {
-            if (tensors.count(n.dst.name)) written->insert(n.dst.name);
-          } else if constexpr (std::is_same_v<T, StoreStmt>) {
-            if (tensors.count(n.name)) written->insert(n.name);
-          } else if constexpr (std::is_same_v<T, ParallelStmt> ||
-                               std::is_same_v<T, ForStmt>) {
-            WrittenTensors(n.body, tensors, written);
-          } else if constexpr (std::is_same_v<T, IfStmt>) {
-            WrittenTensors(n.then_body, tensors, written);
-            WrittenTensors(n.else_body, tensors, written);
-          }
-        },
-        s.node);
-  }
-}
-
 struct RingPlanner {
   const Kernel& k;
   const GpuDialect& dialect;
@@ -205,7 +179,13 @@ void PlanRings(const Kernel& k, const GpuDialect& dialect, KernelPlan* plan) {
   for (const Param& param : k.params) {
     if (param.is_tensor) p.tensors[param.name] = &param;
   }
-  WrittenTensors(k.body, p.tensors, &p.written);
+  std::set<std::string> read;
+  for (const Stmt& s : k.body) {
+    StmtAccesses(
+        s, plan->fragments,
+        [&](const std::string& n) { return p.tensors.count(n) > 0; }, &read,
+        &p.written);
+  }
   p.Block(k.body);
 }
 

@@ -50,6 +50,7 @@ void StmtAccesses(const Stmt& s, const FragmentPlan& fragments,
           wr(n.dst.name);
         } else if constexpr (std::is_same_v<T, AtomicAddStmt>) {
           rd(n.src.name);
+          wr(n.dst.name);  // (a tensor region: not a shared buffer)
         } else if constexpr (std::is_same_v<T, ParallelStmt>) {
           body(n.body);
         } else if constexpr (std::is_same_v<T, ForStmt>) {

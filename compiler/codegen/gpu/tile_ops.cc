@@ -661,6 +661,10 @@ absl::Status Emitter::EmitParallel(const ParallelStmt& p, const Loc& loc) {
   const Buf* reg_buf = nullptr;
   const Buf* row_buf = nullptr;
   const Buf* own_buf = nullptr;
+  // Over a row vector's rows, a body that stores only into memory (the
+  // plan allows no register stores beside those) runs on one lane of each
+  // row group: every lane holds the row, one stores it.
+  bool stores_memory = false;
   std::function<void(const Block&)> scan = [&](const Block& b) {
     for (const Stmt& s : b) {
       auto note = [&](const std::string& n) {
@@ -669,7 +673,12 @@ absl::Status Emitter::EmitParallel(const ParallelStmt& p, const Loc& loc) {
         if (bb && bb->row && !row_buf) row_buf = bb;
         if (bb && bb->own && !own_buf) own_buf = bb;
       };
-      if (auto* st = std::get_if<StoreStmt>(&s.node)) note(st->name);
+      if (auto* st = std::get_if<StoreStmt>(&s.node)) {
+        note(st->name);
+        const Buf* bb = FindBuf(st->name);
+        stores_memory |=
+            !bb || bb->tensor || (bb->scope == Scope::kShared && !bb->own);
+      }
       std::function<void(const Expr&)> ex = [&](const Expr& e) {
         if (e.kind == ExprKind::kLoad) note(e.name);
         for (const Expr& a : e.args) ex(a);
@@ -697,25 +706,6 @@ absl::Status Emitter::EmitParallel(const ParallelStmt& p, const Loc& loc) {
     }
   };
   scan(p.body);
-  // Over a row vector's rows, a body that stores only into memory (the
-  // plan allows no register stores beside those) runs on one lane of each
-  // row group: every lane holds the row, one stores it.
-  bool stores_memory = false;
-  std::function<void(const Block&)> memory = [&](const Block& b) {
-    for (const Stmt& s : b) {
-      if (auto* st = std::get_if<StoreStmt>(&s.node)) {
-        const Buf* bb = FindBuf(st->name);
-        stores_memory |=
-            !bb || bb->tensor || (bb->scope == Scope::kShared && !bb->own);
-      } else if (auto* i = std::get_if<IfStmt>(&s.node)) {
-        memory(i->then_body);
-        memory(i->else_body);
-      } else if (auto* f = std::get_if<ForStmt>(&s.node)) {
-        memory(f->body);
-      }
-    }
-  };
-  memory(p.body);
   std::vector<Expr> ext;
   for (const Expr& e : p.extents) ext.push_back(FoldConstants(e));
   Open("");
