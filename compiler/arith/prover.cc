@@ -148,6 +148,28 @@ Prover::HalfBounds Prover::Bound(const Expr& e, int depth) const {
           if (!c || *c <= 0) return {};
           if (a.lo && a.hi && *a.lo >= 0 && *a.hi < *c) return a;
           return {int64_t{0}, *c - 1};
+        case BinaryOp::kShr: {  // arithmetic: floor division by 2^c
+          if (!c || *c < 0 || *c > 62) return {};
+          const int64_t p = int64_t{1} << *c;
+          return {a.lo ? FloorDiv(*a.lo, p) : Opt{},
+                  a.hi ? FloorDiv(*a.hi, p) : Opt{}};
+        }
+        case BinaryOp::kShl: {  // x * 2^c
+          if (!c || *c < 0 || *c > 62) return {};
+          const int64_t p = int64_t{1} << *c;
+          return {a.lo ? Mul(*a.lo, p) : Opt{}, a.hi ? Mul(*a.hi, p) : Opt{}};
+        }
+        case BinaryOp::kBitAnd: {
+          // With a mask m >= 0 the result keeps only m's bits: in [0, m],
+          // and no larger than a non-negative other side.
+          auto m = c ? c : FoldInt(e.args[0]);
+          if (!m || *m < 0) return {};
+          const HalfBounds& x = c ? a : b;
+          if (x.lo && x.hi && *x.lo >= 0) {
+            return {int64_t{0}, std::min(*x.hi, *m)};
+          }
+          return {int64_t{0}, *m};
+        }
         default:
           return {};
       }

@@ -46,7 +46,10 @@ bool IsMathFunction(std::string_view name) {
 
 // Number of arguments of a builtin, or -1 for an unknown name.
 int BuiltinArity(std::string_view name) {
-  if (name == "abs" || IsMathFunction(name)) return 1;
+  if (name == "abs" || name == "isnan" || name == "isinf" ||
+      IsMathFunction(name)) {
+    return 1;
+  }
   if (name == "ceildiv" || name == "min" || name == "max") return 2;
   if (name == "fma" || name == "select" || name == "if_then_else") return 3;
   return -1;
@@ -217,6 +220,7 @@ Type CallResultType(std::string_view name, std::span<const Type> args,
     }
   }
   if (name == "abs") return args[0];
+  if (name == "isnan" || name == "isinf") return Type::Of(DType::kBool);
   if (name == "min" || name == "max") return UnifyNumbers(args[0], args[1]);
   // Float functions: an integer argument converts to f32.
   Type t = args[0];

@@ -92,6 +92,9 @@ class KernelVerifier : public NameTable {
                                         const StmtContext& ctx);
   void CheckCopy(const Stmt& stmt, const CopyStmt& c, const StmtContext& ctx);
   void CheckFill(const Stmt& stmt, const FillStmt& f, const StmtContext& ctx);
+  // A gemm, reduce or cumsum operand: its region extents are compile-time
+  // (tunables and constants; those ops have no clipped element form).
+  void CheckCompileTimeExtents(const Region& region, std::string_view op);
   void CheckGemm(const Stmt& stmt, const GemmStmt& g, const StmtContext& ctx);
   void CheckReduce(const Stmt& stmt, const ReduceStmt& r,
                    const StmtContext& ctx);

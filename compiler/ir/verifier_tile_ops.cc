@@ -5,6 +5,7 @@
 // region shapes (range and full dims; index dims dropped) statically with
 // CompareShapes (const_fold.h). When two operands disagree the second one in
 // source order is reported, saying what it has and what was expected.
+#include <functional>
 #include <span>
 #include <string>
 #include <tuple>
@@ -123,6 +124,37 @@ std::optional<RegionInfo> KernelVerifier::CheckRegion(const Region& region,
   return out;
 }
 
+void KernelVerifier::CheckCompileTimeExtents(const Region& region,
+                                             std::string_view op) {
+  std::function<bool(const Expr&)> report_run_time = [&](const Expr& e) {
+    if (e.kind == ExprKind::kVar) {
+      const NameInfo* info = Lookup(e.name);
+      // (An unknown name was reported by CheckRegion.)
+      if (!info || info->kind == NameKind::kTunable) return false;
+      Report(e.loc, StrCat("'", e.name, "' is a ", NameKindName(info->kind),
+                           "; a ", op,
+                           " region extent may use only tunables and "
+                           "constants (a copy, fill or atomic_add may have a "
+                           "run-time extent)"));
+      return true;
+    }
+    if (e.kind == ExprKind::kLoad) {
+      Report(e.loc, StrCat("a ", op,
+                           " region extent may use only tunables "
+                           "and constants; found a load of '",
+                           e.name, "'"));
+      return true;
+    }
+    for (const Expr& a : e.args) {
+      if (report_run_time(a)) return true;
+    }
+    return false;
+  };
+  for (const Slice& s : region.slices) {
+    if (s.kind == Slice::Kind::kRange) report_run_time(s.extent);
+  }
+}
+
 void KernelVerifier::CheckCopy(const Stmt& stmt, const CopyStmt& c,
                                const StmtContext& ctx) {
   std::optional<RegionInfo> src = CheckRegion(c.src, ctx);
@@ -168,6 +200,9 @@ void KernelVerifier::CheckGemm(const Stmt& stmt, const GemmStmt& g,
   std::optional<RegionInfo> a = CheckRegion(g.a, ctx);
   std::optional<RegionInfo> b = CheckRegion(g.b, ctx);
   std::optional<RegionInfo> c = CheckRegion(g.c, ctx);
+  CheckCompileTimeExtents(g.a, "gemm");
+  CheckCompileTimeExtents(g.b, "gemm");
+  CheckCompileTimeExtents(g.c, "gemm");
   bool ok = a && b && c;
   // Scopes and ranks.
   for (auto [region, info] : {std::pair{&g.a, &a}, std::pair{&g.b, &b}}) {
@@ -258,6 +293,8 @@ void KernelVerifier::CheckReduce(const Stmt& stmt, const ReduceStmt& r,
                                  const StmtContext& ctx) {
   std::optional<RegionInfo> src = CheckRegion(r.src, ctx);
   std::optional<RegionInfo> dst = CheckRegion(r.dst, ctx);
+  CheckCompileTimeExtents(r.src, "reduce");
+  CheckCompileTimeExtents(r.dst, "reduce");
   bool ok = src && dst;
   for (auto [region, info, role] : {std::tuple{&r.src, &src, "source"},
                                     std::tuple{&r.dst, &dst, "destination"}}) {
@@ -293,6 +330,8 @@ void KernelVerifier::CheckCumsum(const Stmt& stmt, const CumsumStmt& c,
                                  const StmtContext& ctx) {
   std::optional<RegionInfo> src = CheckRegion(c.src, ctx);
   std::optional<RegionInfo> dst = CheckRegion(c.dst, ctx);
+  CheckCompileTimeExtents(c.src, "cumsum");
+  CheckCompileTimeExtents(c.dst, "cumsum");
   bool ok = src && dst;
   for (auto [region, info, role] : {std::tuple{&c.src, &src, "source"},
                                     std::tuple{&c.dst, &dst, "destination"}}) {

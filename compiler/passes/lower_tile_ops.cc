@@ -27,78 +27,14 @@
 #include "compiler/ir/format.h"
 #include "compiler/ir/rewrite.h"
 #include "compiler/passes/passes.h"
+#include "compiler/passes/region_access.h"
 
 namespace kiln::compiler {
 namespace {
 
-struct Buffer {
-  Scope scope = Scope::kGlobal;
-  DType dtype = DType::kF32;
-  std::vector<Expr> shape;
-};
+using Buffer = RegionBuffer;
 
-// One region operand, ready to produce element indices from loop variables.
-struct Access {
-  std::string name;
-  const Buffer* buffer = nullptr;
-  // Per buffer dim: the start, and whether it is free (ranged) and not unit.
-  std::vector<Expr> starts;
-  std::vector<Expr> extents;  // free dims only: the extent (else unused)
-  std::vector<bool> free;     // a ranged (or full) dim
-  std::vector<bool> unit;     // a free dim whose extent folds to 1
-  std::vector<bool> full;     // a `:` slice (always in range)
-
-  // Extents of the free dims (optionally without the unit ones).
-  std::vector<Expr> FreeExtents(bool drop_unit) const {
-    std::vector<Expr> out;
-    for (size_t d = 0; d < free.size(); ++d) {
-      if (free[d] && !(drop_unit && unit[d])) out.push_back(extents[d]);
-    }
-    return out;
-  }
-
-  // Element indices: the loop variables `ivs` fill the free dims in order
-  // (skipping unit dims when `drop_unit`).
-  std::vector<Expr> Indices(const std::vector<Expr>& ivs,
-                            bool drop_unit) const {
-    std::vector<Expr> idx;
-    size_t k = 0;
-    for (size_t d = 0; d < starts.size(); ++d) {
-      if (!free[d] || (drop_unit && unit[d]) || k >= ivs.size()) {
-        idx.push_back(starts[d]);
-      } else {
-        auto s0 = FoldInt(starts[d]);
-        idx.push_back(s0 && *s0 == 0
-                          ? ivs[k++]
-                          : FoldConstants(Expr::Binary(BinaryOp::kAdd,
-                                                       starts[d], ivs[k++])));
-      }
-    }
-    return idx;
-  }
-
-  Expr Load(const std::vector<Expr>& ivs, bool drop_unit) const {
-    return Expr::Load(name, Indices(ivs, drop_unit));
-  }
-
-  // `0 <= idx < dim` for every non-full dim of a global buffer; true for tiles.
-  Expr Guard(const std::vector<Expr>& indices) const {
-    Expr guard = Expr::Bool(true);
-    if (buffer->scope != Scope::kGlobal) return guard;
-    auto conj = [&](Expr c) {
-      guard =
-          guard.kind == ExprKind::kBool
-              ? std::move(c)
-              : Expr::Binary(BinaryOp::kAnd, std::move(guard), std::move(c));
-    };
-    for (size_t d = 0; d < indices.size(); ++d) {
-      if (full[d]) continue;
-      conj(Expr::Binary(BinaryOp::kLe, Expr::Int(0), indices[d]));
-      conj(Expr::Binary(BinaryOp::kLt, indices[d], buffer->shape[d]));
-    }
-    return guard;
-  }
-};
+using Access = RegionAccess;
 
 Stmt MakeStmt(auto node, Loc loc) {
   Stmt s;
@@ -144,25 +80,7 @@ class Lowerer {
     if (it == buffers_.end()) {
       return LocatedError(r.loc, StrCat("unknown buffer '", r.name, "'"));
     }
-    Access a;
-    a.name = r.name;
-    a.buffer = &it->second;
-    const size_t rank = it->second.shape.size();
-    for (size_t d = 0; d < rank; ++d) {
-      Slice s;  // whole-buffer operand: every dim full
-      if (r.has_slices && d < r.slices.size()) s = r.slices[d];
-      bool is_full = s.kind == Slice::Kind::kFull;
-      a.full.push_back(is_full);
-      a.free.push_back(s.kind != Slice::Kind::kIndex);
-      a.starts.push_back(is_full ? Expr::Int(0) : s.start);
-      Expr ext = s.kind == Slice::Kind::kRange ? s.extent
-                 : is_full                     ? it->second.shape[d]
-                                               : Expr::Int(1);
-      auto c = FoldInt(ext);
-      a.unit.push_back(a.free.back() && c && *c == 1);
-      a.extents.push_back(std::move(ext));
-    }
-    return a;
+    return Access(r, &it->second);
   }
 
   // Wraps `body` in serial loops over `extents`, giving the loop variables.

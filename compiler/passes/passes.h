@@ -52,10 +52,13 @@ class Pass {
 // Binds tunables and fixed symbols to their values, checks `where`
 // constraints and candidate membership, folds constants.
 std::unique_ptr<Pass> CreateSpecializePass();
-// Every target: tensor element loads read zero and element stores are
-// skipped where an index is outside its dim (a select / an `if` around
-// each, left out where constants decide it).
-std::unique_ptr<Pass> CreateGuardTensorElementsPass();
+// Every target: element loads of tensors and tiles read zero and element
+// stores are skipped where an index is outside its dim (a select / an `if`
+// around each, left out where constants or the prover decide it); a copy,
+// fill or atomic_add with a run-time region extent or an unproven tile-side
+// start becomes a `parallel` clipped to its tiles; an unproven tile region
+// of a gemm, reduce or cumsum is an error.
+std::unique_ptr<Pass> CreateGuardAccessesPass();
 // Simplifies index arithmetic and drops `if` conditions the prover shows
 // always true or always false (bounds checks made unnecessary by static dims
 // or `assume` facts).

@@ -201,6 +201,23 @@ TEST(CompileTest, KernelSelection) {
 // yield zero, stores are skipped), except where the facts in scope prove
 // the index in range: the enclosing `if`, the loop and parallel ranges,
 // constants, `%` by a constant.
+// The first `chars` of the kernel after the guard-accesses pass, compiled
+// for `target` (GPU targets: up to the plan); empty (and a failure) when it
+// does not compile.
+std::string GuardedIr(const char* text, const std::string& target,
+                      size_t chars) {
+  CompileOptions o;
+  o.target = target;
+  o.print_ir_after_all = true;
+  o.plan_only = target != "cpu";
+  auto k = Compile(text, o);
+  EXPECT_TRUE(k.ok()) << k.status();
+  if (!k.ok()) return "";
+  const size_t at = k->ir_dump.find("// ----- after guard-accesses");
+  EXPECT_NE(at, std::string::npos);
+  return at == std::string::npos ? "" : k->ir_dump.substr(at, chars);
+}
+
 TEST(CompileTest, TensorElementAccessesAreGuardedUnlessProvenInRange) {
   const char* kText =
       "kernel k(X: f32[M], Y: f32[M], W: f32[8]) grid(ceildiv(M, 64)) "
@@ -216,15 +233,7 @@ TEST(CompileTest, TensorElementAccessesAreGuardedUnlessProvenInRange) {
       "}\n";
   for (const char* target : {"cpu", "sm_90a", "gfx90a"}) {
     SCOPED_TRACE(target);
-    CompileOptions o;
-    o.target = target;
-    o.print_ir_after_all = true;
-    o.plan_only = std::string(target) != "cpu";
-    auto k = Compile(kText, o);
-    ASSERT_TRUE(k.ok()) << k.status();
-    const size_t at = k->ir_dump.find("// ----- after guard-tensor-elements");
-    ASSERT_NE(at, std::string::npos);
-    const std::string ir = k->ir_dump.substr(at, 1200);
+    const std::string ir = GuardedIr(kText, target, 1200);
     // The store: skipped past M (its lower bound is proven).
     EXPECT_NE(ir.find("if bx * 64 + i < M {\n      Y[bx * 64 + i] = T[i] + "
                       "W[i % 8] + select(bx * 64 + i + 1 < M, "
@@ -237,14 +246,73 @@ TEST(CompileTest, TensorElementAccessesAreGuardedUnlessProvenInRange) {
   }
 }
 
+TEST(CompileTest, RunTimeTileRegionsAreClippedOnEveryTarget) {
+  // A run-time extent becomes a parallel over the tile's dim under a test
+  // of the extent; a tile load at a data index reads zero outside the
+  // tile; a constant region the prover places inside its tile stays a copy.
+  const char* kText =
+      "kernel k(X: f32[M], Y: f32[M], n: i32) grid(1) threads(64) (bx) {\n"
+      "  alloc shared t: f32[64]\n"
+      "  alloc fragment u: f32[32]\n"
+      "  copy X[0:+n] -> t[0:+n]\n"
+      "  for q in serial(2) {\n"
+      "    copy t[q * 32:+32] -> u\n"
+      "  }\n"
+      "  parallel (i) in (32) {\n"
+      "    Y[i] = t[i32(X[i])] + u[i]\n"
+      "  }\n"
+      "}\n";
+  for (const char* target : {"cpu", "sm_80", "sm_90a", "gfx90a"}) {
+    SCOPED_TRACE(target);
+    const std::string ir = GuardedIr(kText, target, 1500);
+    EXPECT_NE(ir.find("parallel (kiln_r0) in (64) {\n    if kiln_r0 < n {\n"
+                      "      t[kiln_r0] = select(kiln_r0 < M, "
+                      "X[kiln_r0], f32(0))"),
+              std::string::npos)
+        << ir;
+    EXPECT_NE(ir.find("    copy t[q * 32:+32] -> u\n"), std::string::npos)
+        << ir;
+    EXPECT_NE(ir.find("select(0 <= i32(select(i < M, X[i], f32(0))) && "
+                      "i32(select(i < M, X[i], f32(0))) < 64, "
+                      "t[i32(select(i < M, X[i], f32(0)))], f32(0))"),
+              std::string::npos)
+        << ir;
+  }
+}
+
+TEST(CompileTest, UnprovenGemmRegionIsOneLocatedErrorOnEveryTarget) {
+  const char* kText =
+      "kernel k(A: f16[64, 64], s: i32) grid(1) threads(128) (bx) {\n"
+      "  alloc shared a: f16[64, 64]\n"
+      "  alloc fragment c: f32[16, 64]\n"
+      "  copy A -> a\n"
+      "  gemm a[s:+16, :], a -> c\n"
+      "}\n";
+  for (const char* target : {"cpu", "sm_80", "sm_90a", "gfx90a"}) {
+    SCOPED_TRACE(target);
+    CompileOptions o;
+    o.target = target;
+    o.filename = "g.tile";
+    o.plan_only = std::string(target) != "cpu";
+    auto k = Compile(kText, o);
+    ASSERT_FALSE(k.ok());
+    EXPECT_TRUE(absl::IsInvalidArgument(k.status())) << k.status();
+    EXPECT_EQ(std::string(k.status().message())
+                  .rfind("g.tile:5:8: error: this region of tile 'a' is not "
+                         "shown to lie inside it",
+                         0),
+              0u)
+        << k.status();
+  }
+}
+
 TEST(CompileTest, PrintIrAfterAllShowsEveryPass) {
   CompileOptions o = Options(64);
   o.print_ir_after_all = true;
   auto k = Compile(kScale, o);
   ASSERT_TRUE(k.ok()) << k.status();
-  for (const char* pass :
-       {"specialize", "guard-tensor-elements", "layout-inference",
-        "pipeline-loops", "lower-tile-ops", "simplify"}) {
+  for (const char* pass : {"specialize", "guard-accesses", "layout-inference",
+                           "pipeline-loops", "lower-tile-ops", "simplify"}) {
     EXPECT_NE(k->ir_dump.find(std::string("// ----- after ") + pass),
               std::string::npos)
         << pass;

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <memory>
 #include <ostream>
@@ -53,6 +54,8 @@ struct Case {
   // Text replaced throughout the program before it is compiled (e.g. the
   // block size, which programs fix).
   std::vector<std::pair<std::string, std::string>> edits;
+  // Float tensors some of whose elements are made NaN, +inf and -inf.
+  std::vector<std::string> specials;
 };
 
 // How gtest (and ctest's listing) shows a case: file and kernel, not bytes.
@@ -227,6 +230,63 @@ std::vector<Case> Cases() {
        {{"M", 70}, {"N", 200}},
        {{"inv_scale", 4.0}}},
       {"quantize.tile", "quantize_q15", {}, {{"N", 3000}}},
+      // Run-time region extents and starts, clipped to the tile: past the
+      // tile (70), before it (-3); a masked grouped-GEMM epilogue whose
+      // counts run from negative to past the tile; tile loads at indices
+      // outside the tile.
+      {"runtime_extents.tile",
+       "prefix_roundtrip",
+       {},
+       {{"B", 3}, {"S", 100}},
+       {{"n", 70}},
+       {},
+       {},
+       "n70"},
+      {"runtime_extents.tile",
+       "prefix_roundtrip",
+       {},
+       {{"B", 3}, {"S", 50}},
+       {{"n", -3}},
+       {},
+       {},
+       "n-3"},
+      {"runtime_extents.tile",
+       "prefix_accumulate",
+       {},
+       {{"N", 300}},
+       {{"n", 100}}},
+      {"runtime_extents.tile",
+       "segment_gemm",
+       {{"BM", 64}, {"BN", 128}, {"BK", 32}},
+       {{"M", 320}, {"K", 70}, {"N", 200}, {"G", 5}},
+       {},
+       {{"Counts", {-5, 100}}}},
+      {"runtime_extents.tile",
+       "table_lookup",
+       {{"BN", 128}},
+       {{"N", 300}},
+       {},
+       {{"Idx", {-100, 200}}}},
+      // NaN through max, min and the reductions; isnan / isinf; integer
+      // division, modulo and ceildiv by zero and by negative divisors.
+      {"numerics.tile",
+       "nan_rows",
+       {},
+       {{"M", 10}},
+       {},
+       {},
+       {},
+       "",
+       false,
+       false,
+       {},
+       {"X", "Y"}},
+      {"numerics.tile",
+       "int_division",
+       {},
+       {{"N", 300}},
+       {},
+       {{"A", {-50, 50}}, {"B", {-4, 4}}}},
       {"rmsnorm.tile",
        "rmsnorm",
        {{"BM", 1}, {"BN", 512}},
@@ -569,6 +629,18 @@ TEST_P(GpuCorpusTest, MatchesCpuTarget) {
       }
     }
     t->FillRandom(rng, lo, hi);
+    if (std::find(c.specials.begin(), c.specials.end(), p.name) !=
+        c.specials.end()) {
+      // Whole rows of NaN and of -inf when 2-D, and scattered ones.
+      const double inf = std::numeric_limits<double>::infinity();
+      const int64_t count = t->num_elements();
+      const int64_t row = shape.size() == 2 ? shape[1] : count;
+      for (int64_t i = 0; i < count; ++i) {
+        if (i / row == 3 || i % 29 == 5) t->Set(i, std::nan(""));
+        if (i / row == 6 || i % 37 == 11) t->Set(i, -inf);
+        if (i % 41 == 17) t->Set(i, inf);
+      }
+    }
     const int64_t bytes = StorageBytes(p.dtype, shape, strides);
     auto buf = runtime::cuda::DeviceBuffer::Allocate(bytes);
     ASSERT_TRUE(buf.ok()) << buf.status();

@@ -6,6 +6,7 @@ stand-in, and libkiln itself when it is built (skipped otherwise).
 import numpy as np
 import pytest
 
+import kiln
 import kiln.language as T
 
 import kernels
@@ -124,3 +125,45 @@ def test_caller_provided_outputs(backend, rng):
     y = np.full(n, np.nan, np.float32)
     assert kernel(x, bias, y, 2.0) is None
     np.testing.assert_allclose(y, 2 * x, rtol=1e-6)
+
+
+@kiln.jit(out_idx=[1, 2, 3])
+def nan_row_stats(M, N, block_M=4, dtype="float32"):
+    """Per row: max, absmax, and the number of NaNs; TileLang's wording."""
+
+    @T.prim_func
+    def main(X: T.Tensor((M, N), dtype), Max: T.Tensor((M,), dtype),
+             AbsMax: T.Tensor((M,), dtype), Nans: T.Tensor((M,), "int32")):
+        with T.Kernel(T.ceildiv(M, block_M), threads=128) as bx:
+            x = T.alloc_fragment((block_M, N), dtype)
+            mx = T.alloc_fragment((block_M,), dtype)
+            am = T.alloc_fragment((block_M,), dtype)
+            flags = T.alloc_fragment((block_M, N), "int32")
+            cnt = T.alloc_fragment((block_M,), "int32")
+            T.copy(X[bx * block_M, 0], x)
+            T.reduce_max(x, mx, dim=1)
+            T.reduce_absmax(x, am, dim=1)
+            for i, j in T.Parallel(block_M, N):
+                flags[i, j] = T.if_then_else(T.isnan(x[i, j]), 1, 0)
+            T.reduce_sum(flags, cnt, dim=1)
+            T.copy(mx, Max[bx * block_M])
+            T.copy(am, AbsMax[bx * block_M])
+            T.copy(cnt, Nans[bx * block_M])
+
+    return main
+
+
+def test_reductions_propagate_nan_as_numpy_does(backend, rng):
+    m, n = 9, 64
+    x = rng.standard_normal((m, n)).astype(np.float32)
+    x[1, 0] = np.nan            # first
+    x[2, n - 1] = np.nan        # last
+    x[3, :] = np.nan            # all
+    x[4, 3], x[4, 7], x[4, 9] = np.inf, np.nan, -np.inf
+    x[5, :] = -np.inf           # no NaN: the max is -inf
+    x[6, 2] = np.inf
+    mx, am, nans = nan_row_stats(m, n)(x)
+    np.testing.assert_array_equal(mx, np.max(x, axis=1))
+    np.testing.assert_array_equal(am, np.max(np.abs(x), axis=1))
+    np.testing.assert_array_equal(nans, np.isnan(x).sum(axis=1))
+    assert np.isnan(mx[[1, 2, 3, 4]]).all() and mx[5] == -np.inf

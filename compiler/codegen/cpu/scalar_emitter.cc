@@ -496,6 +496,14 @@ absl::StatusOr<TypedValue> ScalarEmitter::Call(
     KILN_CG_ASSIGN_OR_RETURN(TypedValue y, Convert(args[2], t));
     return TypedValue{t, b_.CreateSelect(args[0].value, x.value, y.value)};
   }
+  if (name == "isnan" || name == "isinf") {
+    llvm::Value* x = args[0].value;
+    if (!args[0].type.IsFloat()) return TypedValue{t, b_.getFalse()};
+    if (name == "isnan") return TypedValue{t, b_.CreateFCmpUNO(x, x)};
+    llvm::Value* a = b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
+    return TypedValue{
+        t, b_.CreateFCmpOEQ(a, llvm::ConstantFP::getInfinity(x->getType()))};
+  }
   std::vector<llvm::Value*> v;
   for (const TypedValue& a : args) {
     KILN_CG_ASSIGN_OR_RETURN(TypedValue c, Convert(a, t));
@@ -513,7 +521,13 @@ absl::StatusOr<TypedValue> ScalarEmitter::Call(
     } else {
       id = name == "min" ? llvm::Intrinsic::umin : llvm::Intrinsic::umax;
     }
-    return TypedValue{t, b_.CreateBinaryIntrinsic(id, v[0], v[1])};
+    llvm::Value* r = b_.CreateBinaryIntrinsic(id, v[0], v[1]);
+    if (is_float) {
+      // A NaN operand wins (minnum / maxnum let it lose): a + b is NaN.
+      r = b_.CreateSelect(b_.CreateFCmpUNO(v[0], v[1]),
+                          b_.CreateFAdd(v[0], v[1]), r);
+    }
+    return TypedValue{t, r};
   }
   if (name == "abs") {
     if (is_float) {

@@ -371,6 +371,14 @@ absl::StatusOr<CExpr> ExprEmitter::Call(const std::string& raw_name,
   if (t.IsError()) {
     return absl::InvalidArgumentError("type error in " + name + ": " + err);
   }
+  if (name == "isnan" || name == "isinf") {
+    // (An integer is neither.)
+    if (!args[0].type.IsFloat()) return CExpr{"false", t};
+    CExpr x = Convert(
+        args[0],
+        Type::Of(IsDoubleType(args[0].type) ? DType::kF64 : DType::kF32));
+    return CExpr{"kiln::" + name + "_(" + x.code + ")", t};
+  }
   const std::string ct = RegType(t);
   if (name == "select") {
     CExpr x = Convert(args[1], t), y = Convert(args[2], t);

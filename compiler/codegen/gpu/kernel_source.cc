@@ -185,22 +185,9 @@ absl::StatusOr<Access> Emitter::MakeAccess(const Region& r) {
         StrCat(At(r.loc), ": unknown buffer '", r.name, "'"));
   }
   Access a;
+  static_cast<RegionSlices&>(a) = RegionSlices(r, b->shape, /*fold=*/true);
   a.buf = b;
   a.name = r.name;
-  for (size_t d = 0; d < b->shape.size(); ++d) {
-    Slice s;
-    if (r.has_slices && d < r.slices.size()) s = r.slices[d];
-    const bool is_full = s.kind == Slice::Kind::kFull;
-    a.full.push_back(is_full);
-    a.free.push_back(s.kind != Slice::Kind::kIndex);
-    a.starts.push_back(is_full ? Expr::Int(0) : FoldConstants(s.start));
-    Expr ext = s.kind == Slice::Kind::kRange ? FoldConstants(s.extent)
-               : is_full                     ? b->shape[d]
-                                             : Expr::Int(1);
-    auto c = FoldInt(ext);
-    a.unit.push_back(a.free.back() && c && *c == 1);
-    a.extents.push_back(std::move(ext));
-  }
   return a;
 }
 

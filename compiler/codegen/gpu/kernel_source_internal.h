@@ -22,6 +22,7 @@
 #include "compiler/ir/dtype.h"
 #include "compiler/ir/format.h"
 #include "compiler/ir/ir.h"
+#include "compiler/ir/region_slices.h"
 
 namespace kiln::compiler::gpu::internal {
 
@@ -63,54 +64,23 @@ struct Buf {
   int64_t pad = 0;
 };
 
-// One region operand (like the CPU lowering's): per dim a start, and for
-// free (ranged or full) dims an extent.
-struct Access {
+// One region operand: its slices (compiler/ir/region_slices.h) over a
+// buffer of the emitter.
+struct Access : RegionSlices {
   const Buf* buf = nullptr;
   std::string name;
-  std::vector<Expr> starts, extents;
-  std::vector<bool> free, unit, full;
 
-  std::vector<Expr> FreeExtents(bool drop_unit) const {
-    std::vector<Expr> out;
-    for (size_t d = 0; d < free.size(); ++d) {
-      if (free[d] && !(drop_unit && unit[d])) out.push_back(extents[d]);
-    }
-    return out;
-  }
   std::vector<Expr> Indices(const std::vector<Expr>& ivs,
                             bool drop_unit) const {
-    std::vector<Expr> idx;
-    size_t k = 0;
-    for (size_t d = 0; d < starts.size(); ++d) {
-      if (!free[d] || (drop_unit && unit[d]) || k >= ivs.size()) {
-        idx.push_back(starts[d]);
-      } else {
-        auto s0 = FoldInt(starts[d]);
-        idx.push_back(s0 && *s0 == 0
-                          ? ivs[k++]
-                          : Expr::Binary(BinaryOp::kAdd, starts[d], ivs[k++]));
-      }
-    }
-    return idx;
+    return RegionSlices::Indices(ivs, drop_unit, /*fold_sums=*/false);
   }
   Expr Load(const std::vector<Expr>& ivs) const {
     return Expr::Load(name, Indices(ivs, false));
   }
+  // The edge predicate of a tensor operand; true for tiles.
   Expr Guard(const std::vector<Expr>& idx) const {
-    Expr g = Expr::Bool(true);
-    if (!buf->tensor) return g;
-    auto conj = [&](Expr c) {
-      g = g.kind == ExprKind::kBool
-              ? std::move(c)
-              : Expr::Binary(BinaryOp::kAnd, std::move(g), std::move(c));
-    };
-    for (size_t d = 0; d < idx.size(); ++d) {
-      if (full[d]) continue;
-      conj(Expr::Binary(BinaryOp::kLe, Expr::Int(0), idx[d]));
-      conj(Expr::Binary(BinaryOp::kLt, idx[d], buf->shape[d]));
-    }
-    return g;
+    if (!buf->tensor) return Expr::Bool(true);
+    return InBounds(idx, buf->shape);
   }
 };
 

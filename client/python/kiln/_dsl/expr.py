@@ -299,10 +299,21 @@ def call(fn: str, args: Sequence[Any]) -> Any:
         if x.ty == "bool":
             raise KilnSourceError(f"{fn} takes a number; got '{x}'")
         return Expr("call", fn, (x,), ty=_float_of(x.ty))
+    if fn in ("isnan", "isinf"):
+        _arity(fn, args, 1)
+        if _is_number(args[0]) and not isinstance(args[0], bool):
+            return (math.isnan if fn == "isnan" else math.isinf)(args[0])
+        x = as_expr(args[0])
+        if x.ty == "bool":
+            raise KilnSourceError(f"{fn} takes a number; got '{x}'")
+        return Expr("call", fn, (x,), ty="bool")
     if fn in ("min", "max"):
         _arity(fn, args, 2)
         if all(_is_number(v) for v in args):
-            return (min if fn == "min" else max)(args[0], args[1])
+            a, b = args
+            if any(isinstance(v, float) and math.isnan(v) for v in args):
+                return math.nan  # a NaN operand wins, as in the kernel
+            return (min if fn == "min" else max)(a, b)
         x, y = as_expr(args[0]), as_expr(args[1])
         return Expr("call", fn, (x, y), ty=arith_type(x.ty, y.ty))
     if fn == "abs":

@@ -120,6 +120,24 @@ def symbolic(name: str, dtype: Any = "int32") -> Symbol:
 dynamic = symbolic
 
 
+def _eager_only(name: str) -> Callable[..., Any]:
+    def outside(*_a: Any, **_k: Any) -> Any:
+        raise KilnSourceError(
+            f"T.{name} declares a dim or an output of a @tilelang.jit "
+            "function written in the eager style (its body is the kernel); "
+            "it is not used elsewhere")
+    outside.__name__ = name
+    outside._kiln_eager = name  # type: ignore[attr-defined]
+    return outside
+
+
+# TileLang's eager style: ``M, N = T.const("M, N")`` names dims fixed per
+# compiled specialization (from ``.compile(M=...)`` or the tensors a direct
+# call passes); ``C = T.empty(shape, dtype)`` declares an output tensor.
+const = _eager_only("const")
+empty = _eager_only("empty")
+
+
 # --- launch and loops -----------------------------------------------------
 
 class KernelLaunch:
@@ -375,6 +393,14 @@ def min(a: Any, b: Any) -> Any:  # noqa: A001
 
 def abs(x: Any) -> Any:  # noqa: A001
     return _expr.call("abs", [x])
+
+
+def isnan(x: Any) -> Any:
+    return _expr.call("isnan", [x])
+
+
+def isinf(x: Any) -> Any:
+    return _expr.call("isinf", [x])
 
 
 def exp(x: Any) -> Any:

@@ -207,7 +207,17 @@ __device__ __forceinline__ T floormod(T a, T b) {
 }
 template <typename T>
 __device__ __forceinline__ T ceildiv(T a, T b) {
-  return b == 0 ? 0 : floordiv<T>(a + b - 1, b);
+  // The exact quotient rounded up, for either sign of b (as on the CPU and
+  // in the compiler's folding); b == 0 gives 0.
+  if (b == 0) return 0;
+  if (static_cast<T>(-1) < 0) {  // signed
+    if (b == static_cast<T>(-1)) return static_cast<T>(0) - a;
+    T q = a / b;
+    const T r = a % b;
+    if (r != 0 && ((r < 0) == (b < 0))) ++q;
+    return q;
+  }
+  return a / b + (a % b != 0 ? 1 : 0);
 }
 template <typename T>
 __device__ __forceinline__ T shl(T a, long long n) {
@@ -275,13 +285,33 @@ template <typename T>
 __device__ __forceinline__ T max_(T a, T b) {
   return a < b ? b : a;
 }
-__device__ __forceinline__ float min_(float a, float b) { return fminf(a, b); }
-__device__ __forceinline__ float max_(float a, float b) { return fmaxf(a, b); }
+// Floats: a NaN operand wins, as in torch and NumPy (tile-ir.md §3,
+// Numerics). f32 is one instruction (sm_80's max.NaN / min.NaN); f64 has
+// none, so a NaN is tested for.
+__device__ __forceinline__ float min_(float a, float b) {
+  float r;
+  asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+__device__ __forceinline__ float max_(float a, float b) {
+  float r;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
 __device__ __forceinline__ double min_(double a, double b) {
-  return fmin(a, b);
+  return (a != a || b != b) ? a + b : fmin(a, b);
 }
 __device__ __forceinline__ double max_(double a, double b) {
-  return fmax(a, b);
+  return (a != a || b != b) ? a + b : fmax(a, b);
+}
+// isnan / isinf of f32 and f64 (narrow floats arrive as f32).
+__device__ __forceinline__ bool isnan_(float x) { return x != x; }
+__device__ __forceinline__ bool isnan_(double x) { return x != x; }
+__device__ __forceinline__ bool isinf_(float x) {
+  return fabsf(x) == __int_as_float(0x7f800000);
+}
+__device__ __forceinline__ bool isinf_(double x) {
+  return fabs(x) == __longlong_as_double(0x7ff0000000000000LL);
 }
 template <typename T>
 __device__ __forceinline__ T abs_(T a) {

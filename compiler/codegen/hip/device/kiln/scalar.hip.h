@@ -201,8 +201,17 @@ __device__ inline T floormod(T a, T b) {
 }
 template <typename T>
 __device__ inline T ceildiv(T a, T b) {
+  // The exact quotient rounded up, for either sign of b (as on the CPU and
+  // in the compiler's folding); b == 0 gives 0.
   if (b == 0) return 0;
-  return floordiv<T>(static_cast<T>(a + b - 1), b);
+  if (static_cast<T>(-1) < 0) {  // signed
+    if (b == static_cast<T>(-1)) return static_cast<T>(0) - a;
+    T q = a / b;
+    const T r = a % b;
+    if (r != 0 && ((r < 0) == (b < 0))) ++q;
+    return q;
+  }
+  return a / b + (a % b != 0 ? 1 : 0);
 }
 // Shifts by a negative amount or by the width or more give 0 (or -1 for a
 // right shift of a negative signed value).
@@ -259,11 +268,29 @@ template <typename T>
 __device__ inline T max_(T a, T b) {
   return a < b ? b : a;
 }
-// Floats: IEEE minNum / maxNum (a NaN operand loses), as on CUDA.
-__device__ inline float min_(float a, float b) { return fminf(a, b); }
-__device__ inline float max_(float a, float b) { return fmaxf(a, b); }
-__device__ inline double min_(double a, double b) { return fmin(a, b); }
-__device__ inline double max_(double a, double b) { return fmax(a, b); }
+// Floats: a NaN operand wins, as in torch and NumPy and on CUDA
+// (tile-ir.md §3, Numerics).
+__device__ inline float min_(float a, float b) {
+  return (a != a || b != b) ? a + b : fminf(a, b);
+}
+__device__ inline float max_(float a, float b) {
+  return (a != a || b != b) ? a + b : fmaxf(a, b);
+}
+__device__ inline double min_(double a, double b) {
+  return (a != a || b != b) ? a + b : fmin(a, b);
+}
+__device__ inline double max_(double a, double b) {
+  return (a != a || b != b) ? a + b : fmax(a, b);
+}
+// isnan / isinf of f32 and f64 (narrow floats arrive as f32).
+__device__ inline bool isnan_(float x) { return x != x; }
+__device__ inline bool isnan_(double x) { return x != x; }
+__device__ inline bool isinf_(float x) {
+  return fabsf(x) == __builtin_huge_valf();
+}
+__device__ inline bool isinf_(double x) {
+  return fabs(x) == __builtin_huge_val();
+}
 template <typename T>
 __device__ inline T abs_(T a) {
   return a < 0 ? static_cast<T>(-a) : a;

@@ -1,0 +1,390 @@
+// Every access in range, on every target (tile-ir.md §6.8, §6.9, §8): an
+// element load outside its buffer reads zero, an element store outside it
+// is skipped, and a tile op's region is clipped to its tile.
+//
+// 1. Every load `X[i, ...]` of a tensor or tile, anywhere in the body (lets,
+//    stores, conditions, loop bounds, region starts), innermost first,
+//    becomes `select(in_range, X[i, ...], X-typed 0)`; the back ends
+//    evaluate a select's branches lazily (CPU: a branch; GPU: `?:`).
+// 2. Every element store `X[i, ...] = v` becomes `if in_range { ... }`.
+// 3. A copy, fill or atomic_add whose region has an extent that is not a
+//    compile-time constant, or a tile-side index not shown in range, becomes
+//    a `parallel` over constant bounds (the extent when constant, else the
+//    tile's dim) whose body moves one element under `if`: the iteration is
+//    inside every run-time extent and every tile-side index is inside its
+//    tile. Elements of a tensor region past the tensor's end then follow
+//    rule 1 and 2 as before (reads zero, writes skipped). The back ends
+//    never see a run-time extent.
+// 4. A gemm, reduce or cumsum region (compile-time extents, by the
+//    verifier) whose tile-side index is not shown in range is an error at
+//    its location: those ops have no element form to clip.
+// `in_range` is the conjunction over dims of `0 <= i` and `i < dim`,
+// leaving out the conjuncts that constants decide (a constant index, or
+// `e % c` into a dim of at least c) and those the prover shows true from
+// the facts in scope, as the simplify pass gathers them: symbols >= 0,
+// block indices in the grid, `assume`s, loop and parallel variables in
+// their ranges, the conditions of enclosing `if`s, index lets (so
+// `if col < N { ... W[col] ... }` tests nothing more). The GPU emitter
+// hoists the linear ones left into one test per statement.
+#include <map>
+
+#include "absl/status/status.h"
+#include "compiler/arith/prover.h"
+#include "compiler/arith/simplify_expr.h"
+#include "compiler/ir/const_fold.h"
+#include "compiler/ir/diagnostic.h"
+#include "compiler/ir/format.h"
+#include "compiler/ir/rewrite.h"
+#include "compiler/passes/kernel_facts.h"
+#include "compiler/passes/passes.h"
+#include "compiler/passes/region_access.h"
+
+namespace kiln::compiler {
+namespace {
+
+Stmt MakeStmt(auto node, Loc loc) {
+  Stmt s;
+  s.loc = loc;
+  s.node = std::move(node);
+  return s;
+}
+
+// `a && b`, where a `true` side drops out.
+Expr And(Expr a, Expr b) {
+  if (a.kind == ExprKind::kBool && a.bool_value) return b;
+  if (b.kind == ExprKind::kBool && b.bool_value) return a;
+  return Expr::Binary(BinaryOp::kAnd, std::move(a), std::move(b));
+}
+
+class Guarder {
+ public:
+  Guarder(const Kernel& k, Prover* prover)
+      : prover_(prover), fresh_(CollectNames(k)) {
+    for (const Param& p : k.params) {
+      if (p.is_tensor) buffers_[p.name] = {Scope::kGlobal, p.dtype, p.shape};
+    }
+  }
+
+  // The kernel-wide facts, then the body.
+  absl::Status Run(Kernel& k) {
+    prover_->Push();
+    AddSymbolFacts(k, prover_, &names_);
+    for (const Expr& a : k.assumptions) prover_->AddFact(a);
+    AddBlockRanges(k, prover_, &names_);
+    Rewrite(k.body);
+    prover_->Pop();
+    return status_;
+  }
+
+ private:
+  bool Proven(const Expr& c) {
+    return IsIndexExpr(c, names_) && prover_->CanProve(c);
+  }
+
+  // The conjunction over dims of `idx` in range of `shape`, without the
+  // conjuncts constants or the prover decide (true: nothing to test).
+  Expr InRange(const std::vector<Expr>& shape, const std::vector<Expr>& idx,
+               const std::vector<bool>* full = nullptr) {
+    Expr g = Expr::Bool(true);
+    for (size_t d = 0; d < idx.size() && d < shape.size(); ++d) {
+      if (full && (*full)[d]) continue;
+      const auto i = FoldInt(idx[d]);
+      const auto dim = FoldInt(shape[d]);
+      // `e % c` (floor modulo) with c > 0 is in [0, c).
+      if (idx[d].kind == ExprKind::kBinary &&
+          idx[d].binary_op == BinaryOp::kMod && dim) {
+        const auto c = FoldInt(idx[d].args[1]);
+        if (c && *c > 0 && *c <= *dim) continue;
+      }
+      if (!i || *i < 0) {
+        Expr lo = Expr::Binary(BinaryOp::kLe, Expr::Int(0), idx[d]);
+        if (!Proven(lo)) g = And(std::move(g), std::move(lo));
+      }
+      if (!i || !dim || *i >= *dim) {
+        Expr hi = Expr::Binary(BinaryOp::kLt, idx[d], shape[d]);
+        if (!Proven(hi)) g = And(std::move(g), std::move(hi));
+      }
+    }
+    return g;
+  }
+
+  static Expr Zero(DType t) {
+    if (t == DType::kBool) return Expr::Bool(false);
+    return Expr::Cast(t, Expr::Int(0));
+  }
+
+  void Rewrite(Expr& e) {
+    for (Expr& a : e.args) Rewrite(a);
+    if (e.kind != ExprKind::kLoad) return;
+    auto it = buffers_.find(e.name);
+    if (it == buffers_.end()) return;
+    Expr guard = InRange(it->second.shape, e.args);
+    if (guard.kind == ExprKind::kBool) return;  // constants in range
+    const Loc loc = e.loc;
+    Expr load = std::move(e);
+    e = Expr::Call("select",
+                   {std::move(guard), std::move(load), Zero(it->second.dtype)},
+                   loc);
+  }
+
+  void Rewrite(Region& r) {
+    for (Slice& s : r.slices) {
+      if (s.kind != Slice::Kind::kFull) Rewrite(s.start);
+      if (s.kind == Slice::Kind::kRange) Rewrite(s.extent);
+    }
+  }
+
+  // Inside `if c`: each conjunct of c that is an index expression.
+  void AddConjuncts(const Expr& c) {
+    if (c.kind == ExprKind::kBinary && c.binary_op == BinaryOp::kAnd) {
+      AddConjuncts(c.args[0]);
+      AddConjuncts(c.args[1]);
+    } else if (IsIndexExpr(c, names_)) {
+      prover_->AddFact(c);
+    }
+  }
+
+  const RegionBuffer* Find(const Region& r) const {
+    auto it = buffers_.find(r.name);
+    return it == buffers_.end() ? nullptr : &it->second;
+  }
+
+  // Rule 3 and 4 for a tile op over `regions` (the first is the one whose
+  // free dims the loop runs over). `make_body` gives the element
+  // statement from the loop variables; null for an op that has no element
+  // form (then an unproven tile-side index is an error). Returns the
+  // parallel loop that replaces the op, or nullopt to keep it.
+  std::optional<ParallelStmt> Clip(
+      std::vector<const Region*> regions, Loc loc,
+      const std::function<Stmt(const std::vector<RegionAccess>&,
+                               const std::vector<Expr>&)>& make_body) {
+    std::vector<RegionAccess> acc;
+    for (const Region* r : regions) {
+      const RegionBuffer* b = Find(*r);
+      if (!b) return std::nullopt;  // the verifier reported it
+      acc.emplace_back(*r, b);
+    }
+    const std::vector<size_t> lead = acc[0].LoopDims(true);
+    for (const RegionAccess& a : acc) {
+      if (a.LoopDims(true).size() != lead.size()) return std::nullopt;
+    }
+    // Constant bounds: the extent when constant, else each tile side's
+    // room (its dim, less a constant start).
+    std::vector<Expr> extents, ivs;
+    std::vector<std::string> vars;
+    std::vector<int64_t> bounds;
+    bool runtime_extent = false;
+    for (size_t k = 0; k < lead.size(); ++k) {
+      const Expr ext = FoldConstants(acc[0].extents[lead[k]]);
+      std::optional<int64_t> bound = FoldInt(ext);
+      runtime_extent |= !bound.has_value();
+      for (const RegionAccess& a : acc) {
+        if (a.buffer->scope == Scope::kGlobal) continue;
+        const size_t d = a.LoopDims(true)[k];
+        const auto dim = FoldInt(a.buffer->shape[d]);
+        const auto start = FoldInt(a.starts[d]);
+        if (!dim) continue;
+        const int64_t room = start ? *dim - *start : *dim;
+        bound = bound ? std::min(*bound, room) : room;
+      }
+      if (!bound || *bound <= 0) return std::nullopt;  // verifier's case
+      extents.push_back(ext);
+      bounds.push_back(*bound);
+      vars.push_back(fresh_.Fresh(StrCat("kiln_r", k)));
+      ivs.push_back(Expr::Var(vars.back()));
+    }
+    if (lead.empty()) {  // one element: a loop of one
+      bounds.push_back(1);
+      vars.push_back(fresh_.Fresh("kiln_r0"));
+    }
+    prover_->Push();
+    for (size_t k = 0; k < vars.size(); ++k) {
+      names_.insert(vars[k]);
+      prover_->AddRange(vars[k], Expr::Int(0), Expr::Int(bounds[k]));
+    }
+    Expr cond = Expr::Bool(true);
+    for (size_t k = 0; k < lead.size(); ++k) {
+      if (FoldInt(extents[k])) continue;
+      cond =
+          And(std::move(cond), Expr::Binary(BinaryOp::kLt, ivs[k], extents[k]));
+    }
+    const Region* unproven = nullptr;
+    for (size_t r = 0; r < acc.size(); ++r) {
+      const RegionAccess& a = acc[r];
+      if (a.buffer->scope == Scope::kGlobal) continue;
+      Expr in = InRange(a.buffer->shape, a.Indices(ivs, true), &a.full);
+      if (in.kind != ExprKind::kBool && !unproven) unproven = regions[r];
+      cond = And(std::move(cond), std::move(in));
+    }
+    prover_->Pop();
+    if (!make_body) {
+      if (unproven && status_.ok()) {
+        status_ = LocatedError(
+            unproven->loc,
+            StrCat("this region of tile '", unproven->name,
+                   "' is not shown to lie inside it; a gemm, reduce or "
+                   "cumsum region must be, from constants, tunables, symbols "
+                   "and their 'assume's, block indices, loop variables, "
+                   "enclosing 'if's and lets of those (a copy, fill or "
+                   "atomic_add is clipped to its tile instead)"));
+      }
+      return std::nullopt;
+    }
+    if (!runtime_extent && !unproven) return std::nullopt;
+    ParallelStmt par;
+    par.vars = vars;
+    for (int64_t b : bounds) par.extents.push_back(Expr::Int(b));
+    Stmt body = make_body(acc, ivs);
+    if (cond.kind == ExprKind::kBool) {
+      par.body.push_back(std::move(body));
+    } else {
+      IfStmt guard;
+      guard.cond = std::move(cond);
+      guard.then_body.push_back(std::move(body));
+      par.body.push_back(MakeStmt(std::move(guard), loc));
+    }
+    return par;
+  }
+
+  // Rules 3 and 4 for statement `s`: true when it became a parallel loop.
+  bool ClipRegions(Stmt& s) {
+    const Loc loc = s.loc;
+    auto store = [loc](const RegionAccess& dst, const std::vector<Expr>& ivs,
+                       Expr value, AssignOp op) {
+      StoreStmt st;
+      st.name = dst.name;
+      st.indices = dst.Indices(ivs, true);
+      st.value = std::move(value);
+      st.op = op;
+      return MakeStmt(std::move(st), loc);
+    };
+    std::optional<ParallelStmt> par;
+    if (auto* c = std::get_if<CopyStmt>(&s.node)) {
+      par = Clip({&c->dst, &c->src}, loc, [&](const auto& a, const auto& ivs) {
+        return store(a[0], ivs, a[1].Load(ivs, true), AssignOp::kSet);
+      });
+    } else if (auto* f = std::get_if<FillStmt>(&s.node)) {
+      const Expr value = f->is_clear ? Expr::Int(0) : f->value;
+      par = Clip({&f->dst}, loc, [&](const auto& a, const auto& ivs) {
+        return store(a[0], ivs, value, AssignOp::kSet);
+      });
+    } else if (auto* at = std::get_if<AtomicAddStmt>(&s.node)) {
+      par =
+          Clip({&at->dst, &at->src}, loc, [&](const auto& a, const auto& ivs) {
+            return store(a[0], ivs, a[1].Load(ivs, true), AssignOp::kAdd);
+          });
+    } else if (auto* g = std::get_if<GemmStmt>(&s.node)) {
+      for (const Region* r : {&g->a, &g->b, &g->c}) Clip({r}, loc, nullptr);
+    } else if (auto* rd = std::get_if<ReduceStmt>(&s.node)) {
+      for (const Region* r : {&rd->src, &rd->dst}) Clip({r}, loc, nullptr);
+    } else if (auto* cs = std::get_if<CumsumStmt>(&s.node)) {
+      for (const Region* r : {&cs->src, &cs->dst}) Clip({r}, loc, nullptr);
+    }
+    if (!par) return false;
+    s.node = std::move(*par);
+    return true;
+  }
+
+  void Rewrite(Block& b) {
+    prover_->Push();  // lets are visible to the end of their block
+    for (Stmt& s : b) {
+      if (auto* a = std::get_if<AllocStmt>(&s.node)) {
+        buffers_[a->name] = {a->scope, a->dtype, a->shape};
+      }
+      ClipRegions(s);
+      std::visit(
+          [&](auto& n) {
+            using T = std::decay_t<decltype(n)>;
+            if constexpr (std::is_same_v<T, LetStmt>) {
+              Rewrite(n.value);
+              AddLetFact(n.name, n.value, prover_, &names_);
+            } else if constexpr (std::is_same_v<T, StoreStmt>) {
+              for (Expr& i : n.indices) Rewrite(i);
+              Rewrite(n.value);
+            } else if constexpr (std::is_same_v<T, IfStmt>) {
+              Rewrite(n.cond);
+              const bool fact = IsIndexExpr(n.cond, names_);
+              prover_->Push();
+              AddConjuncts(n.cond);
+              Rewrite(n.then_body);
+              prover_->Pop();
+              prover_->Push();
+              if (fact) {
+                prover_->AddFact(Expr::Unary(UnaryOp::kNot, n.cond));
+              }
+              Rewrite(n.else_body);
+              prover_->Pop();
+            } else if constexpr (std::is_same_v<T, ForStmt>) {
+              if (n.start) Rewrite(*n.start);
+              Rewrite(n.stop);
+              prover_->Push();
+              names_.insert(n.var);
+              prover_->AddRange(n.var, n.start ? *n.start : Expr::Int(0),
+                                n.stop);
+              Rewrite(n.body);
+              prover_->Pop();
+            } else if constexpr (std::is_same_v<T, ParallelStmt>) {
+              prover_->Push();
+              AddParallelRanges(n, prover_, &names_);
+              Rewrite(n.body);
+              prover_->Pop();
+            } else if constexpr (std::is_same_v<T, CopyStmt>) {
+              Rewrite(n.src);
+              Rewrite(n.dst);
+            } else if constexpr (std::is_same_v<T, FillStmt>) {
+              Rewrite(n.dst);
+              Rewrite(n.value);
+            } else if constexpr (std::is_same_v<T, GemmStmt>) {
+              Rewrite(n.a);
+              Rewrite(n.b);
+              Rewrite(n.c);
+            } else if constexpr (std::is_same_v<T, ReduceStmt> ||
+                                 std::is_same_v<T, CumsumStmt> ||
+                                 std::is_same_v<T, AtomicAddStmt>) {
+              Rewrite(n.src);
+              Rewrite(n.dst);
+            } else if constexpr (std::is_same_v<T, RasterizeStmt>) {
+              Rewrite(n.panel);
+            }
+          },
+          s.node);
+      // An element store: skipped out of range.
+      if (auto* st = std::get_if<StoreStmt>(&s.node)) {
+        auto it = buffers_.find(st->name);
+        if (it == buffers_.end()) continue;
+        Expr guard = InRange(it->second.shape, st->indices);
+        if (guard.kind == ExprKind::kBool) continue;
+        IfStmt wrap;
+        wrap.cond = std::move(guard);
+        Stmt inner;
+        inner.loc = s.loc;
+        inner.node = std::move(*st);
+        wrap.then_body.push_back(std::move(inner));
+        s.node = std::move(wrap);
+      }
+    }
+    prover_->Pop();
+  }
+
+  std::map<std::string, RegionBuffer> buffers_;
+  Prover* prover_;
+  NameGenerator fresh_;
+  IndexNames names_;
+  absl::Status status_;
+};
+
+class GuardAccessesPass : public Pass {
+ public:
+  std::string_view name() const override { return "guard-accesses"; }
+  absl::Status Run(Kernel& k, PassContext& ctx) override {
+    return Guarder(k, ctx.prover).Run(k);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> CreateGuardAccessesPass() {
+  return std::make_unique<GuardAccessesPass>();
+}
+
+}  // namespace kiln::compiler
