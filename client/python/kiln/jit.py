@@ -20,7 +20,8 @@ import threading
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from kiln import _client, _launch
-from kiln._dsl.frontend import LazyPrimFunc, PrimFunc
+from kiln._dsl.frontend import (LazyPrimFunc, PrimFunc, is_eager, probe_eager,
+                                translate_eager)
 from kiln.errors import (KilnArgumentError, KilnCompileError, KilnSourceError,
                          KilnStatusError)
 
@@ -417,9 +418,13 @@ class JITFunction:
         self.target = target
         self.options = options  # accepted for TileLang parity, unused
         self._cache: Dict[Any, JITKernel] = {}
+        # TileLang's eager style: the function's own body is the kernel.
+        self.eager = is_eager(func)
         functools.update_wrapper(self, func)
 
-    def __call__(self, *args: Any, **kwargs: Any) -> JITKernel:
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self.eager:
+            return self._eager_call(args, kwargs)
         try:
             key: Any = (args, tuple(sorted(kwargs.items())))
             hash(key)
@@ -445,6 +450,92 @@ class JITFunction:
 
     def signature(self) -> inspect.Signature:
         return inspect.signature(self.func)
+
+    # --- the eager style ---------------------------------------------------
+
+    def compile(self, *args: Any, **kwargs: Any) -> JITKernel:
+        """``f.compile(M=1024, N=1024, block_M=128, ...)``: the kernel for
+        these T.const dims and Python arguments (an eager function), called
+        with its input tensors and returning its T.empty outputs; for a
+        function returning a prim_func, the same as calling it."""
+        if not self.eager:
+            return self(*args, **kwargs)
+        params = self.signature().parameters
+        spec = {k: v for k, v in kwargs.items() if k in params}
+        consts = {k: v for k, v in kwargs.items() if k not in params}
+        bound = self.signature().bind_partial(*args, **spec)
+        return self._eager_kernel(self._with_defaults(bound.arguments),
+                                  consts)
+
+    def _with_defaults(self, given: Dict[str, Any]) -> Dict[str, Any]:
+        out = {}
+        for name, p in self.signature().parameters.items():
+            if name in given:
+                out[name] = given[name]
+            elif p.default is not inspect.Parameter.empty:
+                out[name] = p.default
+        return out
+
+    def _eager_kernel(self, spec: Dict[str, Any],
+                      consts: Dict[str, Any]) -> JITKernel:
+        try:
+            key: Any = (tuple(sorted(spec.items())),
+                        tuple(sorted(consts.items())))
+            hash(key)
+        except TypeError:
+            key = None
+        if key is not None and key in self._cache:
+            return self._cache[key]
+        prim, outputs, names = translate_eager(self.func, spec, consts)
+        unknown = sorted(set(consts) - set(names))
+        if unknown:
+            raise KilnArgumentError(
+                f"{self.func.__name__}: {', '.join(unknown)} is neither a "
+                "parameter nor a T.const dim")
+        index = [i for i, p in enumerate(prim.params) if p.name in outputs]
+        kernel = JITKernel(prim, index, self.target)
+        if key is not None:
+            self._cache[key] = kernel
+        return kernel
+
+    def _eager_call(self, args: Sequence[Any], kwargs: Dict[str, Any]) -> Any:
+        """A direct call with tensors: the T.const dims are read from the
+        tensors' shapes (a probe translation gives the dims each tensor
+        parameter has), then the kernel for them runs on the tensors."""
+        bound = self.signature().bind(*args, **kwargs).arguments
+        spec = self._with_defaults(
+            {k: v for k, v in bound.items() if not _is_array(v)})
+        declared = probe_eager(self.func, spec)
+        consts: Dict[str, int] = {}
+        inputs = []
+        for name, p in declared:
+            if name not in bound:
+                raise KilnArgumentError(
+                    f"{self.func.__name__}: no value for parameter '{name}'")
+            value = bound[name]
+            spec.pop(name, None)  # a kernel parameter, not a Python value
+            inputs.append(value)
+            if not p.is_tensor:
+                continue
+            shape = tuple(getattr(value, "shape", ()))
+            if len(shape) != len(p.shape or ()):
+                raise KilnArgumentError(
+                    f"{self.func.__name__}: '{p.name}' has {len(shape)} dims; "
+                    f"the kernel declares {len(p.shape or ())}")
+            for dim, n in zip(p.shape, shape):
+                if isinstance(dim, str):
+                    if consts.setdefault(dim, int(n)) != int(n):
+                        raise KilnArgumentError(
+                            f"{self.func.__name__}: dim {dim} is {consts[dim]} "
+                            f"from an earlier tensor but {n} in '{p.name}'")
+        kernel = self._eager_kernel(spec, consts)
+        return kernel(*inputs)
+
+
+def _is_array(v: Any) -> bool:
+    """A NumPy array or torch tensor (anything with a shape and a dtype)."""
+    return hasattr(v, "shape") and hasattr(v, "dtype") and \
+        not isinstance(v, (int, float, complex, bool))
 
 
 def jit(func: Optional[Callable] = None, *, out_idx: OutIdx = None,

@@ -536,6 +536,10 @@ class _Translator:
         self.parts.append((launch, self.lines))
         self.lines = []
 
+    def eager_call(self, fn: Callable, op: str, args: List[Any],
+                   kwargs: Dict[str, Any]) -> Any:
+        return fn(*args, **kwargs)  # (raises: T.const / T.empty out of place)
+
     def stmt_Pass(self, node: ast.Pass) -> None:
         return None
 
@@ -1023,6 +1027,9 @@ class _Translator:
         args, kwargs = self._call_args(node)
         if isinstance(fn, Macro):
             return self._inline(fn, args, kwargs)
+        eager = getattr(fn, "_kiln_eager", None)
+        if eager is not None:
+            return self.eager_call(fn, eager, args, kwargs)
         op = getattr(fn, "_kiln_op", None)
         if op is not None:
             if op.startswith("alloc_"):
@@ -1092,6 +1099,179 @@ class _Translator:
         finally:
             self.env, self.scope, self.filename = saved
         return result
+
+
+# --- TileLang's eager style ---------------------------------------------
+
+def is_eager(func: Callable) -> bool:
+    """True for a ``@tilelang.jit`` function written in the eager style: its
+    own body is the kernel (a top-level ``with T.Kernel``, or a tensor
+    annotation ``A: T.Tensor(...)`` without a value), where the lazy style
+    returns a ``@T.prim_func``."""
+    try:
+        fdef, _ = _parse_function(func)
+    except KilnSourceError:
+        return False
+    return any(isinstance(s, ast.With) or
+               (isinstance(s, ast.AnnAssign) and s.value is None)
+               for s in fdef.body)
+
+
+class EmptyTensor:
+    """``T.empty(shape, dtype)`` before it is bound to a name."""
+
+    def __init__(self, shape: Any, dtype: Any):
+        self.shape = shape
+        self.dtype = dtype
+
+
+def _const_names(spec: Any) -> List[str]:
+    names = spec.replace(",", " ").split() if isinstance(spec, str) else None
+    if not names or not all(n.isidentifier() for n in names):
+        raise KilnSourceError(
+            f"T.const takes a string of dim names (\"M, N, K\"); got "
+            f"{spec!r}")
+    return names
+
+
+class _EagerTranslator(_Translator):
+    """An eager ``@tilelang.jit`` function as a prim_func. ``spec`` gives
+    its Python arguments (tile sizes, dtypes); ``consts`` the T.const dims,
+    or None for a probe that leaves them symbolic (to learn the tensors'
+    shapes, then match them against the arguments of a direct call).
+    Tensor parameters are the function's parameters annotated in the body,
+    in the signature's order, then the T.empty outputs."""
+
+    def __init__(self, func: Callable, spec: Dict[str, Any],
+                 consts: Optional[Dict[str, int]]):
+        super().__init__(func)
+        self.consts = consts
+        self.arg_names = [a.arg for a in self.fdef.args.args]
+        self.env.update(spec)
+        self.empties: List[str] = []   # IR names, in declaration order
+        self.returned: Optional[List[str]] = None
+        self.const_names: List[str] = []
+        self.position: Dict[str, int] = {}  # IR name -> signature index
+
+    def _bind_params(self) -> None:
+        args = self.fdef.args
+        if args.vararg or args.kwarg:
+            raise self.error("an eager @tilelang.jit function takes named "
+                             "parameters only")
+
+    def eager_call(self, fn: Callable, op: str, args: List[Any],
+                   kwargs: Dict[str, Any]) -> Any:
+        if self.in_kernel:
+            raise KilnSourceError(f"T.{op} belongs before `with T.Kernel`")
+        if op == "empty":
+            shape = kwargs.get("shape", args[0] if args else None)
+            dtype = kwargs.get("dtype", args[1] if len(args) > 1 else
+                               "float32")
+            return EmptyTensor(shape, dtype)
+        names = _const_names(kwargs.get("names", args[0] if args else None))
+        values = []
+        for n in names:
+            self.const_names.append(n)
+            if self.consts is None:
+                values.append(E.Symbol(n))
+            elif n not in self.consts:
+                raise KilnSourceError(
+                    f"T.const dim '{n}' has no value: pass {n}=... to "
+                    ".compile(...), or call the function with tensors")
+            else:
+                values.append(int(self.consts[n]))
+        return values[0] if len(values) == 1 else tuple(values)
+
+    def stmt_AnnAssign(self, node: ast.AnnAssign) -> None:
+        if node.value is not None or not isinstance(node.target, ast.Name):
+            super().stmt_AnnAssign(node)
+            return
+        name = node.target.id
+        if self.in_kernel or name not in self.arg_names:
+            raise self.error(
+                f"'{name}: ...' declares a tensor or scalar parameter: it "
+                "names a parameter of the function, before `with "
+                "T.Kernel`")
+        self._bind_param(name, self.ev(node.annotation))
+        self.position[self.params[-1].name] = self.arg_names.index(name)
+
+    def stmt_Assign(self, node: ast.Assign) -> None:
+        target = node.targets[0] if len(node.targets) == 1 else None
+        if isinstance(target, ast.Name) and isinstance(node.value, ast.Call) \
+                and getattr(self.ev(node.value.func), "_kiln_eager",
+                            None) == "empty":
+            t = self.ev(node.value)
+            self._bind_param(target.id, TensorType(t.shape, t.dtype))
+            self.empties.append(self.params[-1].name)
+            return
+        super().stmt_Assign(node)
+
+    def _assign_name(self, name: str, value: Any) -> None:
+        if isinstance(value, E.Symbol) and value.a in self.const_names:
+            # A probe's T.const dim: a name for the symbol, as a module's
+            # `M = T.symbolic("M")` is.
+            self.scope.vars[name] = (value, "python")
+            return
+        super()._assign_name(name, value)
+
+    def stmt_Return(self, node: ast.Return) -> None:
+        if self.in_kernel:
+            raise self.error("return the outputs after the `with T.Kernel` "
+                             "block")
+        value = self.ev(node.value) if node.value is not None else ()
+        values = value if isinstance(value, (tuple, list)) else (value,)
+        names = []
+        for v in values:
+            if not (isinstance(v, Buffer) and v.scope == "global"):
+                raise self.error("an eager kernel returns its T.empty "
+                                 "tensors (or a tuple of them)")
+            names.append(v.name)
+        self.returned = names
+
+    def stmt_Assert(self, node: ast.Assert) -> None:
+        if self.consts is None and _is_kernel_value(self.ev(node.test)):
+            return  # a probe: the dims it tests are still symbols
+        super().stmt_Assert(node)
+
+    def outputs(self) -> List[str]:
+        return self.empties if self.returned is None else self.returned
+
+    def _assemble(self, name: str) -> PrimFunc:
+        inputs = [p for p in self.params if p.name not in self.empties]
+        inputs.sort(key=lambda p: self.position.get(p.name, 0))
+        self.params = inputs + [p for p in self.params
+                                if p.name in self.empties]
+        return super()._assemble(name)
+
+
+
+    def probe(self) -> List[Tuple[str, Param]]:
+        """The tensor and scalar parameters in order, by their Python
+        names, with the T.const dims still symbols: the statements before
+        and between the kernels (the kernels themselves need the dims'
+        values)."""
+        for stmt in self.fdef.body:
+            if not isinstance(stmt, (ast.With, ast.Return)):
+                self.stmt(stmt)
+        inputs = [p for p in self.params if p.name not in self.empties]
+        inputs.sort(key=lambda p: self.position.get(p.name, 0))
+        return [(self.arg_names[self.position[p.name]], p) for p in inputs]
+
+
+def translate_eager(func: Callable, spec: Dict[str, Any],
+                    consts: Dict[str, int]
+                    ) -> Tuple[PrimFunc, List[str], List[str]]:
+    """The prim_func of an eager function (see _EagerTranslator), the IR
+    names of its outputs and the T.const names it declares."""
+    t = _EagerTranslator(func, spec, consts)
+    prim = t.run()
+    return prim, t.outputs(), t.const_names
+
+
+def probe_eager(func: Callable,
+                spec: Dict[str, Any]) -> List[Tuple[str, Param]]:
+    """The input parameters of an eager function, T.const dims symbolic."""
+    return _EagerTranslator(func, spec, None).probe()
 
 
 def _param_text(p: Param) -> str:
