@@ -95,3 +95,74 @@ def test_the_daemon_tunes_stores_and_reuses(libkiln_embedded):
     np.testing.assert_allclose(again(x[:2500]), 2 * x[:2500])
     assert again.cached and again.tuning_key == tuned.tuning_key
     assert again.config == tuned.config
+
+
+def scaled_copy(n, block=None, bug=False):
+    """A factory as TileLang's AutoTuner.from_kernel takes it: configs are
+    keyword arguments, the result a prim_func. `bug` makes a wrong kernel,
+    a block over 512 fails to translate."""
+    assert block <= 512, "block too large"
+
+    @T.prim_func
+    def main(A: T.Tensor((n,), "float32"), B: T.Tensor((n,), "float32")):
+        with T.Kernel(T.ceildiv(n, block), threads=128) as bx:
+            a = T.alloc_fragment((block,), "float32")
+            T.copy(A[bx * block], a)
+            for i in T.Parallel(block):
+                a[i] = a[i] * 2.0 + (1.0 if bug else 0.0)
+            T.copy(a, B[bx * block])
+
+    return main
+
+
+def test_explicit_autotuner_checks_times_and_reports(backend):
+    configs = [{"block": 128}, {"block": 256, "bug": True},
+               {"block": 1024}, {"block": 256}]
+    result = (kiln.AutoTuner.from_kernel(
+        kernel=lambda **c: scaled_copy(1000, **c), configs=configs)
+        .set_compile_args(out_idx=[-1], target="auto")
+        .set_profile_args(supply_type=kiln.TensorSupplyType.Normal,
+                          ref_prog=lambda a: 2 * a, skip_check=False)
+        .run(warmup=1, rep=5))
+    assert result.config in (configs[0], configs[3])
+    assert result.latency > 0 and result.ref_latency > 0
+    errors = {r["config"].get("block"): r.get("error", "")
+              for r in result.results if "error" in r}
+    assert "differ by more than" in errors[256]  # the wrong kernel
+    assert "block too large" in errors[1024]
+    a = np.arange(1000, dtype=np.float32)
+    np.testing.assert_array_equal(result.kernel(a), 2 * a)
+
+
+def test_captured_inputs_are_the_ones_tuned_on(backend):
+    a = np.full(300, 3.0, np.float32)
+    seen = []
+
+    def ref(x):
+        seen.append(x)
+        return 2 * x
+
+    with kiln.set_autotune_inputs(a):
+        tuner = kiln.AutoTuner.from_kernel(
+            kernel=lambda **c: scaled_copy(300, **c),
+            configs=[{"block": 128}, {"block": 64}])
+    result = tuner.set_compile_args(out_idx=[-1]).set_profile_args(
+        ref_prog=ref).run(warmup=1, rep=3)
+    assert seen and all(x is a for x in seen)
+    assert result.config["block"] in (64, 128)
+
+
+@kiln.autotune(configs=[{"block": 64}, {"block": 128}], warmup=1, rep=3)
+@kiln.jit(out_idx=[1])
+def tuned_scale(n, block=128):
+    return scaled_copy(n, block)
+
+
+def test_decorator_tunes_at_once_on_captured_inputs(backend):
+    a = np.ones(500, np.float32)
+    with kiln.set_autotune_inputs([a]):
+        kernel = tuned_scale(500)
+    assert kernel.config in ({"block": 64}, {"block": 128})
+    assert kernel.latency is not None and kernel.latency > 0
+    assert kernel.ref_latency is None
+    np.testing.assert_array_equal(kernel(a), 2 * a)

@@ -19,7 +19,7 @@
 
 from kiln import language, math, profiler
 from kiln._client import connect, embedded
-from kiln.autotuner import autotune
+from kiln.autotuner import AutoTuner, autotune, set_autotune_inputs
 from kiln.errors import (KilnArgumentError, KilnCompileError, KilnError,
                          KilnLibraryError, KilnSourceError, KilnStatusError)
 from kiln.jit import JITKernel, compile, jit
@@ -44,5 +44,6 @@ PassConfigKey = _PassConfigKeys()
 
 __all__ = ["JITKernel", "KilnArgumentError", "KilnCompileError", "KilnError",
            "KilnLibraryError", "KilnSourceError", "KilnStatusError",
-           "PassConfigKey", "__version__", "autotune", "compile", "connect",
+           "AutoTuner", "PassConfigKey", "__version__", "autotune", "compile",
+           "connect", "set_autotune_inputs",
            "embedded", "jit", "language"]

@@ -51,6 +51,13 @@ def autotune(configs: Configs = (), warmup: float = 25, rep: float = 100,
 
 
 class AutoTuner:
+    """What ``@kiln.autotune`` returns; ``AutoTuner.from_kernel(...)`` is
+    TileLang's explicit tuner (ExplicitAutoTuner)."""
+
+    @staticmethod
+    def from_kernel(kernel: Callable, configs: Configs) -> "ExplicitAutoTuner":
+        return ExplicitAutoTuner(kernel, configs)
+
     def __init__(self, fn: JITFunction, configs: Configs, warmup: float,
                  rep: float):
         self.fn = fn
@@ -77,10 +84,16 @@ class AutoTuner:
                                    [dict()], self, "given")
         kernels = self._as_tunables(configs, keys, bound.arguments)
         if kernels is not None:
-            return AutotunedKernel(kernels, configs, self, "tunables")
-        kernels = [self.fn.make_kernel(self.fn.func(**{
-            **bound.arguments, **c})) for c in configs]
-        return AutotunedKernel(kernels, configs, self, "constants")
+            tuned = AutotunedKernel(kernels, configs, self, "tunables")
+        else:
+            tuned = AutotunedKernel([self.fn.make_kernel(self.fn.func(**{
+                **bound.arguments, **c})) for c in configs], configs, self,
+                "constants")
+        inputs = _captured_inputs()
+        if inputs is not None:  # inside set_autotune_inputs: tune now
+            with tuned._lock:
+                tuned._tune(inputs)
+        return tuned
 
     def _as_tunables(self, configs: List[Dict[str, Any]], keys: List[str],
                      given: Dict[str, Any]) -> Optional[List[JITKernel]]:
@@ -133,6 +146,18 @@ class AutotunedKernel:
     def ir(self) -> str:
         """The tile IR: one program with tunables, or the first config's."""
         return (self.best or self.kernels[0]).ir
+
+    @property
+    def latency(self) -> Optional[float]:
+        """Milliseconds per launch of the best config, once tuned (None
+        before the first launch, or when the caller fixed every value)."""
+        for r in self.results:
+            if r.get("config") == self.config and "seconds" in r:
+                return r["seconds"] * 1e3
+        return None
+
+    # No reference program is run by the decorator's tuning.
+    ref_latency: Optional[float] = None
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         with self._lock:
@@ -215,6 +240,145 @@ class AutotunedKernel:
             kernel(*args)
         sync()
         return (time.perf_counter() - start) / n
+
+
+# --- inputs captured for tuning, and TileLang's explicit AutoTuner ---------
+
+_captured = threading.local()
+
+
+class set_autotune_inputs:  # noqa: N801 (TileLang's name)
+    """``with set_autotune_inputs(a, b): ...``: tunings started inside the
+    block (``AutoTuner.run`` and ``@autotune`` kernels built there) run on
+    these input tensors instead of the profiler's random ones."""
+
+    def __init__(self, *tensors: Any):
+        if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+            tensors = tuple(tensors[0])
+        self.tensors = list(tensors)
+        self._saved: Optional[List[Any]] = None
+
+    def __enter__(self) -> "set_autotune_inputs":
+        self._saved = getattr(_captured, "inputs", None)
+        _captured.inputs = self.tensors
+        return self
+
+    def __exit__(self, *_exc: Any) -> None:
+        _captured.inputs = self._saved
+
+
+def _captured_inputs() -> Optional[List[Any]]:
+    return getattr(_captured, "inputs", None)
+
+
+class AutotuneResult:
+    """The best configuration of a tuning: ``config``, ``latency`` (ms),
+    ``ref_latency`` (ms of the reference program, when one was given),
+    ``kernel`` (the compiled best), and every config's outcome in
+    ``results``."""
+
+    def __init__(self, config: Dict[str, Any], latency: float,
+                 ref_latency: Optional[float], kernel: JITKernel,
+                 results: List[Dict[str, Any]]):
+        self.config = config
+        self.latency = latency
+        self.ref_latency = ref_latency
+        self.kernel = kernel
+        self.results = results
+
+    def __repr__(self) -> str:
+        return (f"AutotuneResult(config={self.config}, "
+                f"latency={self.latency:.4g} ms, "
+                f"ref_latency={self.ref_latency})")
+
+
+class ExplicitAutoTuner:
+    """``AutoTuner.from_kernel(kernel=f, configs=[...])`` then
+    ``.set_compile_args(...)``, ``.set_profile_args(...)`` and
+    ``.run(warmup=, rep=)``: each config is translated (``f(**config)``
+    returns a prim_func), compiled, checked against ``ref_prog`` (unless
+    ``skip_check``) and timed with the profiler on one set of inputs (the
+    captured ones, else made by ``supply_type``); configs that fail are
+    recorded and skipped. TileLang's other arguments are accepted and
+    ignored."""
+
+    def __init__(self, kernel: Callable, configs: Configs):
+        self.fn = kernel.func if isinstance(kernel, JITFunction) else kernel
+        self.configs = configs
+        self.out_idx: Any = None
+        self.target = "auto"
+        self.supply: Any = None
+        self.ref_prog: Optional[Callable] = None
+        self.skip_check = False
+        self.rtol, self.atol = 1e-2, 1e-2
+        self.max_mismatched = 0.01
+        self.inputs = _captured_inputs()
+
+    def set_compile_args(self, out_idx: Any = None, target: str = "auto",
+                         **profile: Any) -> "ExplicitAutoTuner":
+        self.out_idx = out_idx
+        self.target = target
+        # (Older TileLang passes the profile arguments here.)
+        return self.set_profile_args(**profile) if profile else self
+
+    def set_profile_args(self, supply_type: Any = None,
+                         ref_prog: Optional[Callable] = None,
+                         skip_check: bool = False, rtol: float = 1e-2,
+                         atol: float = 1e-2,
+                         max_mismatched_ratio: float = 0.01,
+                         **_ignored: Any) -> "ExplicitAutoTuner":
+        if supply_type is not None:
+            self.supply = supply_type
+        if ref_prog is not None:
+            self.ref_prog = ref_prog
+        self.skip_check = skip_check
+        self.rtol, self.atol = rtol, atol
+        self.max_mismatched = max_mismatched_ratio
+        return self
+
+    def run(self, warmup: float = 25, rep: float = 100,
+            timeout: float = 100, **_ignored: Any) -> AutotuneResult:
+        from kiln.profiler import TensorSupplyType
+        configs = self.configs() if callable(self.configs) \
+            else list(self.configs)
+        if not configs:
+            raise KilnError("AutoTuner needs at least one config")
+        supply = self.supply if self.supply is not None \
+            else TensorSupplyType.Auto
+        results: List[Dict[str, Any]] = []
+        best: Optional[Tuple[float, Dict[str, Any], JITKernel, Any]] = None
+        inputs = self.inputs
+        for config in configs:
+            entry: Dict[str, Any] = {"config": config}
+            results.append(entry)
+            try:
+                kernel = JITKernel(self.fn(**config), self.out_idx,
+                                   self.target)
+                profiler = kernel.get_profiler(tensor_supply_type=supply)
+                if inputs is None:
+                    inputs = profiler.inputs()  # one set for every config
+                if self.ref_prog is not None and not self.skip_check:
+                    profiler.assert_allclose(
+                        self.ref_prog, inputs, atol=self.atol,
+                        rtol=self.rtol,
+                        max_mismatched_ratio=self.max_mismatched)
+                entry["latency"] = profiler.do_bench(
+                    warmup=warmup, rep=rep, input_tensors=inputs)
+            except (KilnError, AssertionError) as e:
+                entry["error"] = str(e)
+                continue
+            if best is None or entry["latency"] < best[0]:
+                best = (entry["latency"], config, kernel, profiler)
+        if best is None:
+            failures = "\n".join(f"  {r['config']}: {r['error']}"
+                                  for r in results)
+            raise KilnError(f"AutoTuner: every config failed:\n{failures}")
+        latency, config, kernel, profiler = best
+        ref_latency = None
+        if self.ref_prog is not None:
+            ref_latency = profiler.do_bench(self.ref_prog, warmup=warmup,
+                                            rep=rep, input_tensors=inputs)
+        return AutotuneResult(config, latency, ref_latency, kernel, results)
 
 
 def _ir_name(key: str) -> str:
