@@ -263,3 +263,50 @@ def test_fragment_elements_outside_parallel_on_cuda():
     w = torch.softmax(lse * 0.6931471805599453, dim=-1)  # 2^lse normalised
     want = (part * w[..., None]).sum(2)
     torch.testing.assert_close(out.float(), want, atol=2e-3, rtol=2e-3)
+
+
+def test_eager_style_gemm_and_add_on_cuda():
+    # TileLang's eager style on torch CUDA tensors: dims from the tensors,
+    # then .compile(...) with the same dims gives the same kernel.
+    import test_eager
+    a, b = randn(300, 200), randn(200, 250)
+    c = test_eager.matmul(a, b, 128, 128, 32)
+    torch.cuda.synchronize()
+    assert c.is_cuda and c.shape == (300, 250) and c.dtype == torch.float16
+    torch.testing.assert_close(c.float(), a.float() @ b.float(), rtol=2e-2,
+                               atol=5e-2)
+    x, y = randn(70, 45, dtype=torch.float32), randn(70, 45,
+                                                     dtype=torch.float32)
+    kernel = test_eager.add.compile(M=70, N=45, block_M=32, block_N=32,
+                                    threads=128)
+    torch.testing.assert_close(kernel(x, y), x + y)
+    torch.testing.assert_close(test_eager.add(x, y, 32, 32, 128), x + y)
+
+
+def test_nan_propagates_through_reductions_on_cuda():
+    import test_numeric
+    x = randn(9, 64, dtype=torch.float32)
+    x[1, 0] = float("nan")
+    x[3, :] = float("nan")
+    x[5, :] = float("-inf")
+    mx, am, nans = test_numeric.nan_row_stats(9, 64)(x)
+    torch.cuda.synchronize()
+    torch.testing.assert_close(mx, torch.amax(x, dim=1), equal_nan=True)
+    torch.testing.assert_close(am, torch.amax(x.abs(), dim=1),
+                               equal_nan=True)
+    assert nans.tolist() == torch.isnan(x).sum(1).tolist()
+
+
+def test_explicit_autotuner_on_cuda():
+    import test_autotune
+    x = randn(4096, dtype=torch.float32)
+    with kiln.set_autotune_inputs(x):
+        tuner = kiln.AutoTuner.from_kernel(
+            kernel=lambda **c: test_autotune.scaled_copy(4096, **c),
+            configs=[{"block": 128}, {"block": 256, "bug": True},
+                     {"block": 512}])
+    result = tuner.set_compile_args(out_idx=[-1]).set_profile_args(
+        ref_prog=lambda a: 2 * a).run(warmup=5, rep=20)
+    assert result.config["block"] in (128, 512)
+    assert result.latency > 0 and result.ref_latency > 0
+    torch.testing.assert_close(result.kernel(x), 2 * x)
