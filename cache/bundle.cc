@@ -46,11 +46,19 @@ class BundleReader {
     if (fd_ >= 0) close(fd_);
   }
 
-  absl::Status Open(const std::string& path, const BundleLimits& limits) {
+  absl::Status Open(const std::string& path, const BundleOptions& options) {
+    const BundleLimits& limits = options.limits;
     path_ = path;
-    fd_ = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd_ < 0) return Errno("cannot open bundle", path);
+    // Refused before any open: opening a FIFO or a device blocks or acts.
     struct stat st;
+    if (stat(path.c_str(), &st) != 0) return Errno("cannot open bundle", path);
+    if (!S_ISREG(st.st_mode)) {
+      return absl::InvalidArgumentError(path + " is not a regular file");
+    }
+    // O_NONBLOCK: should the path be swapped for a FIFO since, the open does
+    // not wait, and the check below refuses it.
+    fd_ = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd_ < 0) return Errno("cannot open bundle", path);
     if (fstat(fd_, &st) != 0) return Errno("cannot stat", path);
     if (!S_ISREG(st.st_mode)) {
       return absl::InvalidArgumentError(path + " is not a regular file");
@@ -71,6 +79,22 @@ class BundleReader {
     if (Digest::Of(text) != header.manifest_sha256) {
       return absl::DataLossError(
           "bundle manifest checksum mismatch (the file is damaged)");
+    }
+    if (options.secret != nullptr) {
+      if ((header.flags & kBundleSigned) == 0) {
+        return absl::PermissionDeniedError(
+            "the bundle is not signed, and this cache takes only bundles "
+            "signed with its secret");
+      }
+      std::string mac(kBundleSignatureSize, '\0');
+      if (!PreadAll(fd_, mac.data(), mac.size(),
+                    header.manifest_offset + header.manifest_size) ||
+          !options.secret->Verify(
+              {kBundleSignatureContext, header.manifest_sha256.bytes()}, mac)) {
+        return absl::PermissionDeniedError(
+            "the bundle's signature does not match this cache's secret");
+      }
+      signed_ = true;
     }
     CACHE_ASSIGN_OR_RETURN(
         manifest_, ParseBundleManifest(text, header.manifest_offset, limits));
@@ -106,10 +130,13 @@ class BundleReader {
   }
 
   const BundleManifest& manifest() const { return manifest_; }
+  // Whether the signature was checked against the secret and matched.
+  bool verified_signature() const { return signed_; }
 
  private:
   std::string path_;
   int fd_ = -1;
+  bool signed_ = false;
   BundleManifest manifest_;
 };
 
@@ -184,11 +211,16 @@ absl::StatusOr<ExportReport> ExportBundle(LocalStore& store,
     return fail(absl::DataLossError(
         "every selected entry failed verification; nothing exported"));
   }
-  const std::string text = EncodeBundleManifest(manifest);
+  std::string text = EncodeBundleManifest(manifest);
   BundleHeader header;
   header.manifest_offset = offset;
   header.manifest_size = text.size();
   header.manifest_sha256 = Digest::Of(text);
+  if (options.secret != nullptr) {
+    header.flags |= kBundleSigned;
+    text += options.secret->Sign(
+        {kBundleSignatureContext, header.manifest_sha256.bytes()});
+  }
   const std::string head = EncodeBundleHeader(header);
   if (!WriteAll(fd, text) ||
       pwrite(fd, head.data(), head.size(), 0) !=
@@ -211,8 +243,9 @@ absl::StatusOr<ExportReport> ExportBundle(LocalStore& store,
 absl::StatusOr<ImportReport> VerifyBundle(const std::string& path,
                                           const BundleOptions& options) {
   BundleReader reader;
-  CACHE_RETURN_IF_ERROR(reader.Open(path, options.limits));
+  CACHE_RETURN_IF_ERROR(reader.Open(path, options));
   ImportReport report;
+  report.is_signed = reader.verified_signature();
   report.entries = static_cast<int64_t>(reader.manifest().entries.size());
   for (size_t i = 0; i < reader.manifest().members.size(); ++i) {
     CACHE_ASSIGN_OR_RETURN(std::string data, reader.ReadMember(i));
@@ -228,27 +261,46 @@ absl::StatusOr<ImportReport> ImportBundle(LocalStore& store,
   // Everything is verified before the first entry is published.
   CACHE_ASSIGN_OR_RETURN(ImportReport report, VerifyBundle(path, options));
   BundleReader reader;
-  CACHE_RETURN_IF_ERROR(reader.Open(path, options.limits));
+  CACHE_RETURN_IF_ERROR(reader.Open(path, options));
+  const std::string& key_text = store.options().key_text_blob;
   for (const BundleEntry& e : reader.manifest().entries) {
-    absl::StatusOr<EntryInfo> existing = store.Stat(e.key);
-    if (existing.ok() && existing->metadata == e.metadata &&
-        existing->blobs.size() == e.blobs.size()) {
-      bool same = true;
-      for (size_t i = 0; i < e.blobs.size(); ++i) {
-        const BundleMember& m = reader.manifest().members[e.blobs[i].second];
-        same = same && existing->blobs[i].name == e.blobs[i].first &&
-               existing->blobs[i].digest == m.sha256;
-      }
-      if (same) {
-        ++report.already_present;
-        continue;
-      }
-    }
     EntryData data{e.metadata, {}};
     for (const auto& [name, member] : e.blobs) {
       // Read again (and re-verified): the file could have changed since.
       CACHE_ASSIGN_OR_RETURN(std::string bytes, reader.ReadMember(member));
       data.blobs.push_back(Blob{name, std::move(bytes)});
+    }
+    if (!reader.verified_signature()) {
+      // Nothing but the entry itself can say it belongs under its key.
+      const Blob* text = nullptr;
+      for (const Blob& b : data.blobs) {
+        if (!key_text.empty() && b.name == key_text) text = &b;
+      }
+      if (text == nullptr || Digest::Of(text->data) != e.key) {
+        report.refused.emplace_back(
+            e.key, text == nullptr
+                       ? absl::StrCat("unsigned, and it has no ",
+                                      key_text.empty() ? "key text" : key_text,
+                                      " blob to check its key against")
+                       : absl::StrCat("unsigned, and its ", key_text,
+                                      " blob does not hash to its key"));
+        continue;
+      }
+    }
+    absl::StatusOr<EntryInfo> existing = store.Stat(e.key);
+    if (existing.ok() && existing->damage.empty()) {
+      bool same = existing->metadata == e.metadata &&
+                  existing->blobs.size() == data.blobs.size();
+      for (size_t i = 0; same && i < data.blobs.size(); ++i) {
+        same = existing->blobs[i].name == data.blobs[i].name &&
+               existing->blobs[i].digest == Digest::Of(data.blobs[i].data);
+      }
+      if (same) {
+        ++report.already_present;
+      } else {
+        ++report.kept_existing;
+      }
+      continue;
     }
     CACHE_RETURN_IF_ERROR(store.Put(e.key, data));
     ++report.imported;

@@ -94,7 +94,7 @@ std::string EncodeBundleHeader(const BundleHeader& header) {
   WireWriter w(&out);
   w.Raw(kMagic);
   w.U32(header.version);
-  w.U32(0);
+  w.U32(header.flags);
   w.U64(header.manifest_offset);
   w.U64(header.manifest_size);
   w.Raw(header.manifest_sha256.bytes());
@@ -110,11 +110,10 @@ absl::StatusOr<BundleHeader> ParseBundleHeader(absl::string_view bytes,
   }
   WireReader r(bytes.substr(0, kBundleHeaderSize));
   absl::string_view magic, sha;
-  uint32_t flags = 0;
   BundleHeader header;
   r.Raw(kMagic.size(), &magic);
   r.U32(&header.version);
-  r.U32(&flags);
+  r.U32(&header.flags);
   r.U64(&header.manifest_offset);
   r.U64(&header.manifest_size);
   r.Raw(Digest::kSize, &sha);
@@ -126,10 +125,12 @@ absl::StatusOr<BundleHeader> ParseBundleHeader(absl::string_view bytes,
         absl::StrCat("unsupported bundle version ", header.version,
                      "; this kiln reads version ", kBundleVersion));
   }
-  if (flags != 0) {
+  if ((header.flags & ~kBundleSigned) != 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat("unsupported bundle flags ", flags));
+        absl::StrCat("unsupported bundle flags ", header.flags));
   }
+  const uint64_t trailer =
+      (header.flags & kBundleSigned) != 0 ? kBundleSignatureSize : 0;
   if (header.manifest_size > limits.max_manifest_size) {
     return absl::InvalidArgumentError(
         absl::StrCat("bundle manifest is ", header.manifest_size,
@@ -137,7 +138,7 @@ absl::StatusOr<BundleHeader> ParseBundleHeader(absl::string_view bytes,
   }
   if (header.manifest_offset < kBundleHeaderSize ||
       header.manifest_offset > file_size ||
-      file_size - header.manifest_offset != header.manifest_size) {
+      file_size - header.manifest_offset != header.manifest_size + trailer) {
     return absl::InvalidArgumentError(
         absl::StrCat("bundle is truncated or has trailing data (", file_size,
                      " bytes, manifest at ", header.manifest_offset, " of ",

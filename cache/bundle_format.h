@@ -4,7 +4,8 @@
 //   header    64 bytes: "KILNBNDL", u32 version, u32 flags (0),
 //             u64 manifest offset, u64 manifest size, SHA-256 of the manifest
 //   members   the blobs, each stored once (raw or zstd), back to back
-//   manifest  text, at the end of the file:
+//   manifest  text, at the end of the file (or just before the signature of
+//             a signed bundle, see kBundleSigned):
 //               kiln-bundle 1
 //               created <unix ms>
 //               member blobs/<sha256> <offset> <stored size> raw|zstd <size>
@@ -42,8 +43,16 @@ struct BundleLimits {
   size_t max_entries = 1000000;
 };
 
+// Header flag: the manifest is followed by kBundleSignatureSize bytes, an
+// HMAC-SHA256 over kBundleSignatureContext and the manifest's SHA-256 (which
+// covers every member's checksum, hence all of the content).
+inline constexpr uint32_t kBundleSigned = 1;
+inline constexpr size_t kBundleSignatureSize = 32;
+inline constexpr char kBundleSignatureContext[] = "kiln-bundle-signature-v1";
+
 struct BundleHeader {
   uint32_t version = kBundleVersion;
+  uint32_t flags = 0;  // kBundleSigned or 0
   uint64_t manifest_offset = 0;
   uint64_t manifest_size = 0;
   Digest manifest_sha256;

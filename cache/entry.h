@@ -56,6 +56,10 @@ struct EntryInfo {
   uint64_t size = 0;            // sum of blob sizes
   absl::Time created;
   absl::Time last_access;
+  // Empty for a sound entry. Otherwise what is wrong with its index rows (a
+  // seal that does not match, an unreadable digest, ...): such an entry is
+  // never served, and List() reports it so that it can be seen and removed.
+  std::string damage;
 };
 
 // A stored entry with its verified bytes: what Get() returns.

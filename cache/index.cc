@@ -9,13 +9,13 @@ namespace {
 
 constexpr char kEntryColumns[] =
     "key, kernel_name, target_arch, gpu_sku, extra, size, created_ms, "
-    "last_access_ms";
+    "last_access_ms, seal";
 
-// Reads the kEntryColumns of the current row; the key was validated when it
-// was written, so a bad one means a damaged index.
-absl::StatusOr<EntryInfo> EntryFromRow(const Statement& stmt) {
+// Reads the kEntryColumns of the current row but the key (which the caller
+// knows or parses) and the seal.
+EntryInfo EntryFromRow(const Statement& stmt, const Digest& key) {
   EntryInfo info;
-  CACHE_ASSIGN_OR_RETURN(info.key, Digest::Parse(stmt.Text(0), "indexed key"));
+  info.key = key;
   info.metadata.kernel_name = stmt.Text(1);
   info.metadata.target_arch = stmt.Text(2);
   info.metadata.gpu_sku = stmt.Text(3);
@@ -26,15 +26,28 @@ absl::StatusOr<EntryInfo> EntryFromRow(const Statement& stmt) {
   return info;
 }
 
+// The digests in column 0 of every row; values that are not digests (a
+// damaged row) are skipped: PurgeMalformedRows and Verify() deal with them.
 absl::StatusOr<std::vector<Digest>> DigestColumn(Statement& stmt) {
   std::vector<Digest> out;
   while (true) {
     CACHE_ASSIGN_OR_RETURN(bool row, stmt.Step());
     if (!row) return out;
-    CACHE_ASSIGN_OR_RETURN(Digest d,
-                           Digest::Parse(stmt.Text(0), "indexed digest"));
-    out.push_back(d);
+    absl::StatusOr<Digest> d = Digest::Parse(stmt.Text(0), "indexed digest");
+    if (d.ok()) out.push_back(*d);
   }
+}
+
+constexpr char kUnsealed[] = "seal missing: its index row is unsealed";
+
+void AppendField(std::string* out, absl::string_view field) {
+  absl::StrAppend(out, field.size(), ":", field, ";");
+}
+
+// SQL true for a text column that is not 64 lowercase hex characters.
+std::string NotADigest(absl::string_view column) {
+  return absl::StrCat("(length(", column, ") != 64 OR ", column,
+                      " GLOB '*[^0-9a-f]*')");
 }
 
 }  // namespace
@@ -42,11 +55,68 @@ absl::StatusOr<std::vector<Digest>> DigestColumn(Statement& stmt) {
 int64_t ToMillis(absl::Time t) { return absl::ToUnixMillis(t); }
 absl::Time FromMillis(int64_t ms) { return absl::FromUnixMillis(ms); }
 
-absl::StatusOr<std::vector<BlobInfo>> IndexTxn::BlobsOf(const Digest& key) {
+std::string EntrySeal(const EntryInfo& info) {
+  std::string text = "kiln-entry-seal-v1\n";
+  AppendField(&text, info.key.hex());
+  AppendField(&text, info.metadata.kernel_name);
+  AppendField(&text, info.metadata.target_arch);
+  AppendField(&text, info.metadata.gpu_sku);
+  AppendField(&text, info.metadata.extra);
+  AppendField(&text, absl::StrCat(info.size));
+  AppendField(&text, absl::StrCat(info.blobs.size()));
+  for (const BlobInfo& blob : info.blobs) {
+    AppendField(&text, blob.name);
+    AppendField(&text, blob.digest.hex());
+    AppendField(&text, absl::StrCat(blob.size));
+  }
+  return Digest::Of(text).hex();
+}
+
+absl::Status SealUnsealedEntries(SqliteDb& db) {
+  std::vector<Digest> keys;
+  {
+    CACHE_ASSIGN_OR_RETURN(
+        Statement stmt, db.Prepare("SELECT key FROM entries WHERE seal = ''"));
+    CACHE_ASSIGN_OR_RETURN(keys, DigestColumn(stmt));
+  }
+  IndexTxn txn(db);
+  for (const Digest& key : keys) {
+    CACHE_ASSIGN_OR_RETURN(std::optional<EntryInfo> info, txn.FindEntry(key));
+    // A row that was already unreadable stays unsealed, hence damaged.
+    if (!info || info->damage != kUnsealed) continue;
+    info->damage.clear();
+    CACHE_ASSIGN_OR_RETURN(
+        Statement update,
+        db.Prepare("UPDATE entries SET seal = ?2 WHERE key = ?1"));
+    update.Bind(1, key.hex()).Bind(2, EntrySeal(*info));
+    CACHE_RETURN_IF_ERROR(update.Run());
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> PurgeMalformedRows(SqliteDb& db) {
+  int64_t purged = 0;
+  for (const std::string& sql : {
+           absl::StrCat("DELETE FROM entries WHERE ", NotADigest("key")),
+           absl::StrCat("DELETE FROM entry_blobs WHERE ", NotADigest("key"),
+                        " OR ", NotADigest("digest"),
+                        " OR NOT EXISTS (SELECT 1 FROM entries WHERE "
+                        "entries.key = entry_blobs.key)"),
+           absl::StrCat("DELETE FROM blobs WHERE ", NotADigest("digest")),
+       }) {
+    CACHE_ASSIGN_OR_RETURN(Statement stmt, db.Prepare(sql));
+    CACHE_RETURN_IF_ERROR(stmt.Run());
+    purged += db.changes();
+  }
+  return purged;
+}
+
+absl::StatusOr<std::vector<BlobInfo>> IndexTxn::BlobsOf(const Digest& key,
+                                                        std::string* damage) {
   CACHE_ASSIGN_OR_RETURN(
       Statement stmt,
-      db_.Prepare("SELECT name, digest, size FROM entry_blobs WHERE key = ?1 "
-                  "ORDER BY position"));
+      db_.Prepare("SELECT name, digest, size, position FROM entry_blobs "
+                  "WHERE key = ?1 ORDER BY position"));
   stmt.Bind(1, key.hex());
   std::vector<BlobInfo> blobs;
   while (true) {
@@ -54,16 +124,39 @@ absl::StatusOr<std::vector<BlobInfo>> IndexTxn::BlobsOf(const Digest& key) {
     if (!row) return blobs;
     BlobInfo blob;
     blob.name = stmt.Text(0);
-    CACHE_ASSIGN_OR_RETURN(blob.digest,
-                           Digest::Parse(stmt.Text(1), "indexed digest"));
+    absl::StatusOr<Digest> digest = Digest::Parse(stmt.Text(1), "digest");
+    if (!digest.ok()) {
+      if (damage->empty()) {
+        *damage = absl::StrCat("blob ", blob.name.substr(0, 64),
+                               " has an unreadable digest");
+      }
+      continue;
+    }
+    if (stmt.Int(3) != static_cast<int64_t>(blobs.size()) && damage->empty()) {
+      *damage = "its blob list has a gap";
+    }
+    blob.digest = *digest;
     blob.size = static_cast<uint64_t>(stmt.Int(2));
     blobs.push_back(std::move(blob));
   }
 }
 
+absl::Status IndexTxn::Complete(EntryInfo& info, absl::string_view seal) {
+  CACHE_ASSIGN_OR_RETURN(info.blobs, BlobsOf(info.key, &info.damage));
+  if (!info.damage.empty()) return absl::OkStatus();
+  if (seal.empty()) {
+    info.damage = kUnsealed;
+  } else if (EntrySeal(info) != seal) {
+    info.damage =
+        "seal mismatch: its index rows are not the ones written for its key";
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::optional<EntryInfo>> IndexTxn::FindEntry(
     const Digest& key) {
   std::optional<EntryInfo> info;
+  std::string seal;
   {
     CACHE_ASSIGN_OR_RETURN(
         Statement stmt,
@@ -72,9 +165,10 @@ absl::StatusOr<std::optional<EntryInfo>> IndexTxn::FindEntry(
     stmt.Bind(1, key.hex());
     CACHE_ASSIGN_OR_RETURN(bool row, stmt.Step());
     if (!row) return info;
-    CACHE_ASSIGN_OR_RETURN(info, EntryFromRow(stmt));
+    info = EntryFromRow(stmt, key);
+    seal = stmt.Text(8);
   }
-  CACHE_ASSIGN_OR_RETURN(info->blobs, BlobsOf(key));
+  CACHE_RETURN_IF_ERROR(Complete(*info, seal));
   return info;
 }
 
@@ -96,6 +190,7 @@ absl::StatusOr<std::vector<EntryInfo>> IndexTxn::ListEntries(
     }
     return out;
   }
+  std::vector<std::string> seals;
   {
     CACHE_ASSIGN_OR_RETURN(
         Statement stmt,
@@ -112,14 +207,30 @@ absl::StatusOr<std::vector<EntryInfo>> IndexTxn::ListEntries(
     while (true) {
       CACHE_ASSIGN_OR_RETURN(bool row, stmt.Step());
       if (!row) break;
-      CACHE_ASSIGN_OR_RETURN(EntryInfo info, EntryFromRow(stmt));
-      out.push_back(std::move(info));
+      absl::StatusOr<Digest> key = Digest::Parse(stmt.Text(0), "key");
+      if (!key.ok()) continue;
+      out.push_back(EntryFromRow(stmt, *key));
+      seals.push_back(stmt.Text(8));
     }
   }
-  for (EntryInfo& info : out) {
-    CACHE_ASSIGN_OR_RETURN(info.blobs, BlobsOf(info.key));
+  for (size_t i = 0; i < out.size(); ++i) {
+    CACHE_RETURN_IF_ERROR(Complete(out[i], seals[i]));
   }
   return out;
+}
+
+absl::StatusOr<std::string> IndexTxn::IntegrityProblem() {
+  CACHE_ASSIGN_OR_RETURN(Statement stmt,
+                         db_.Prepare("PRAGMA integrity_check(8)"));
+  std::string problem;
+  while (true) {
+    CACHE_ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (!row) break;
+    std::string line = stmt.Text(0);
+    if (line == "ok") continue;
+    absl::StrAppend(&problem, problem.empty() ? "" : "; ", line.substr(0, 160));
+  }
+  return problem;
 }
 
 absl::StatusOr<std::vector<Digest>> IndexTxn::KeysReferencing(
@@ -146,9 +257,8 @@ absl::StatusOr<std::vector<std::pair<Digest, uint64_t>>> IndexTxn::AllBlobs() {
   while (true) {
     CACHE_ASSIGN_OR_RETURN(bool row, stmt.Step());
     if (!row) return out;
-    CACHE_ASSIGN_OR_RETURN(Digest d,
-                           Digest::Parse(stmt.Text(0), "indexed digest"));
-    out.emplace_back(d, static_cast<uint64_t>(stmt.Int(1)));
+    absl::StatusOr<Digest> d = Digest::Parse(stmt.Text(0), "indexed digest");
+    if (d.ok()) out.emplace_back(*d, static_cast<uint64_t>(stmt.Int(1)));
   }
 }
 
@@ -240,10 +350,10 @@ absl::Status IndexTxn::DeleteBlob(const Digest& digest) {
 absl::StatusOr<std::vector<Digest>> IndexTxn::PutEntry(const EntryInfo& info) {
   CACHE_ASSIGN_OR_RETURN(std::optional<std::vector<Digest>> old,
                          DeleteEntry(info.key));
-  CACHE_ASSIGN_OR_RETURN(
-      Statement entry,
-      db_.Prepare(absl::StrCat("INSERT INTO entries(", kEntryColumns,
-                               ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)")));
+  CACHE_ASSIGN_OR_RETURN(Statement entry,
+                         db_.Prepare(absl::StrCat(
+                             "INSERT INTO entries(", kEntryColumns,
+                             ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)")));
   entry.Bind(1, info.key.hex())
       .Bind(2, info.metadata.kernel_name)
       .Bind(3, info.metadata.target_arch)
@@ -251,7 +361,8 @@ absl::StatusOr<std::vector<Digest>> IndexTxn::PutEntry(const EntryInfo& info) {
       .Bind(5, info.metadata.extra)
       .Bind(6, static_cast<int64_t>(info.size))
       .Bind(7, ToMillis(info.created))
-      .Bind(8, ToMillis(info.last_access));
+      .Bind(8, ToMillis(info.last_access))
+      .Bind(9, EntrySeal(info));
   CACHE_RETURN_IF_ERROR(entry.Run());
   for (size_t i = 0; i < info.blobs.size(); ++i) {
     CACHE_ASSIGN_OR_RETURN(
@@ -268,26 +379,35 @@ absl::StatusOr<std::vector<Digest>> IndexTxn::PutEntry(const EntryInfo& info) {
   return old.value_or(std::vector<Digest>{});
 }
 
-absl::StatusOr<std::optional<std::vector<Digest>>> IndexTxn::DeleteEntry(
-    const Digest& key) {
+absl::StatusOr<std::vector<Digest>> IndexTxn::DeleteEntryRows(
+    absl::string_view key) {
   std::vector<Digest> digests;
   {
     CACHE_ASSIGN_OR_RETURN(
         Statement stmt,
         db_.Prepare("SELECT digest FROM entry_blobs WHERE key = ?1"));
-    stmt.Bind(1, key.hex());
+    stmt.Bind(1, key);
     CACHE_ASSIGN_OR_RETURN(digests, DigestColumn(stmt));
   }
-  CACHE_ASSIGN_OR_RETURN(Statement del,
-                         db_.Prepare("DELETE FROM entries WHERE key = ?1"));
-  del.Bind(1, key.hex());
-  CACHE_RETURN_IF_ERROR(del.Run());
-  if (db_.changes() == 0) return std::nullopt;
   CACHE_ASSIGN_OR_RETURN(Statement del_blobs,
                          db_.Prepare("DELETE FROM entry_blobs WHERE key = ?1"));
-  del_blobs.Bind(1, key.hex());
+  del_blobs.Bind(1, key);
   CACHE_RETURN_IF_ERROR(del_blobs.Run());
+  CACHE_ASSIGN_OR_RETURN(Statement del,
+                         db_.Prepare("DELETE FROM entries WHERE key = ?1"));
+  del.Bind(1, key);
+  CACHE_RETURN_IF_ERROR(del.Run());
   return digests;
+}
+
+absl::StatusOr<std::optional<std::vector<Digest>>> IndexTxn::DeleteEntry(
+    const Digest& key) {
+  CACHE_ASSIGN_OR_RETURN(Statement stmt,
+                         db_.Prepare("SELECT 1 FROM entries WHERE key = ?1"));
+  stmt.Bind(1, key.hex());
+  CACHE_ASSIGN_OR_RETURN(bool exists, stmt.Step());
+  if (!exists) return std::nullopt;
+  return DeleteEntryRows(key.hex());
 }
 
 absl::Status IndexTxn::Touch(const Digest& key, absl::Time when) {

@@ -31,14 +31,37 @@ struct IndexUsage {
   uint64_t disk_bytes = 0;  // blob files as stored (after dedup, compression)
 };
 
+// The seal of an entry row: the SHA-256 (hex) of its key, metadata, size
+// and blob list (names, digests and sizes, in order), in a length-prefixed
+// encoding. Stored with the row and recomputed on every read, so that a
+// damaged or edited row (a flipped bit, another entry's digest) is never
+// taken for the entry its key names. Access times are not sealed.
+std::string EntrySeal(const EntryInfo& info);
+
+// Seals every entry row that has no seal yet (the version 2 migration).
+absl::Status SealUnsealedEntries(SqliteDb& db);
+
+// Deletes rows that no code of ours writes: keys and digests that are not 64
+// lowercase hex characters, blob lists without their entry. Returns how many
+// rows went.
+absl::StatusOr<int64_t> PurgeMalformedRows(SqliteDb& db);
+
 class IndexTxn {
  public:
   explicit IndexTxn(SqliteDb& db) : db_(db) {}
 
+  SqliteDb& db() { return db_; }
+  // SQLite's full check of the file: empty when sound, else its first
+  // findings.
+  absl::StatusOr<std::string> IntegrityProblem();
+
   // --- reads ---
+  // The entry under `key`, nullopt if there is none. Rows that fail their
+  // checks give an entry with `damage` set, not an error.
   absl::StatusOr<std::optional<EntryInfo>> FindEntry(const Digest& key);
   // Entries matching `filter` (keys, if given, in the given order; otherwise
-  // most recently used first).
+  // most recently used first), damaged ones included (rows whose key is not
+  // even a digest are left out: PurgeMalformedRows drops them).
   absl::StatusOr<std::vector<EntryInfo>> ListEntries(const EntryFilter& filter);
   // Keys of the entries that reference blob `digest`.
   absl::StatusOr<std::vector<Digest>> KeysReferencing(const Digest& digest);
@@ -63,6 +86,9 @@ class IndexTxn {
   // Adds a blob row unless one exists.
   absl::Status AddBlob(const Digest& digest, uint64_t size, uint64_t disk_size);
   absl::Status DeleteBlob(const Digest& digest);
+  // Deletes the rows of the entry stored under `key` (any text: damaged rows
+  // too); returns the blob digests they referenced that still parse.
+  absl::StatusOr<std::vector<Digest>> DeleteEntryRows(absl::string_view key);
   // Inserts or replaces the entry and its blob list; returns the digests the
   // replaced entry referenced (empty if new).
   absl::StatusOr<std::vector<Digest>> PutEntry(const EntryInfo& info);
@@ -76,7 +102,11 @@ class IndexTxn {
                              absl::string_view reason, absl::Time when);
 
  private:
-  absl::StatusOr<std::vector<BlobInfo>> BlobsOf(const Digest& key);
+  // The blob list of `key`; sets `damage` for rows that do not parse.
+  absl::StatusOr<std::vector<BlobInfo>> BlobsOf(const Digest& key,
+                                                std::string* damage);
+  // Fills in the blob list and checks the seal.
+  absl::Status Complete(EntryInfo& info, absl::string_view seal);
   SqliteDb& db_;
 };
 

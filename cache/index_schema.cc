@@ -1,6 +1,7 @@
 #include "cache/index_schema.h"
 
 #include "absl/strings/str_cat.h"
+#include "cache/index.h"
 
 namespace kiln::cache {
 namespace {
@@ -65,7 +66,15 @@ CREATE TABLE quarantine_log (
 );
 )sql";
 
-constexpr Migration kMigrations[] = {{1, kSchemaV1}};
+// Version 2: every entry row carries a seal, the SHA-256 of its key, its
+// metadata and its blob list (EntrySeal), checked on every read. The rows of
+// a version-1 index are sealed as they stand when it is migrated.
+constexpr char kSchemaV2[] = R"sql(
+ALTER TABLE entries ADD COLUMN seal TEXT NOT NULL DEFAULT '';
+)sql";
+
+constexpr Migration kMigrations[] = {{1, kSchemaV1},
+                                     {2, kSchemaV2, &SealUnsealedEntries}};
 
 absl::StatusOr<int> UserVersion(SqliteDb& db) {
   absl::StatusOr<Statement> stmt = db.Prepare("PRAGMA user_version");
@@ -101,6 +110,13 @@ absl::Status MigrateIndex(SqliteDb& db,
         return absl::Status(
             s.code(), absl::StrCat("migrating the cache index to version ",
                                    m.version, ": ", s.message()));
+      }
+      if (m.after != nullptr) {
+        if (absl::Status s = m.after(db); !s.ok()) {
+          return absl::Status(
+              s.code(), absl::StrCat("migrating the cache index to version ",
+                                     m.version, ": ", s.message()));
+        }
       }
       if (absl::Status s =
               db.Exec(absl::StrCat("PRAGMA user_version = ", m.version));

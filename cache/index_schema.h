@@ -19,6 +19,8 @@ namespace kiln::cache {
 struct Migration {
   int version;
   const char* sql;
+  // Run after `sql`, in the same transaction (for steps SQL cannot do).
+  absl::Status (*after)(SqliteDb& db) = nullptr;
 };
 
 // The migrations of this build, in order; the last one's version is the

@@ -107,8 +107,11 @@ std::string ToJson(const EntryInfo& info) {
       ",\"gpu_sku\":", JsonQuote(info.metadata.gpu_sku),
       ",\"metadata\":", JsonQuote(info.metadata.extra), ",\"size\":", info.size,
       ",\"created\":", Time(info.created),
-      ",\"last_access\":", Time(info.last_access), ",\"blobs\":[",
-      absl::StrJoin(blobs, ","), "]}");
+      ",\"last_access\":", Time(info.last_access),
+      info.damage.empty()
+          ? ""
+          : absl::StrCat(",\"damage\":", JsonQuote(info.damage)),
+      ",\"blobs\":[", absl::StrJoin(blobs, ","), "]}");
 }
 
 std::string ToJson(const std::vector<EntryInfo>& infos) {
@@ -133,6 +136,7 @@ std::string ToJson(const StoreStats& stats, absl::string_view dir) {
                       ",\"entry_bytes\":", stats.entry_bytes,
                       ",\"blob_files\":", stats.blob_files,
                       ",\"disk_bytes\":", stats.disk_bytes,
+                      ",\"index_bytes\":", stats.index_bytes,
                       ",\"quarantine_files\":", stats.quarantine_files,
                       ",\"quarantine_bytes\":", stats.quarantine_bytes,
                       ",\"hit_rate\":", absl::StrFormat("%.4f", rate),
@@ -146,9 +150,17 @@ std::string ToJson(const VerifyReport& report) {
                              "\",\"reason\":", JsonQuote(r.reason),
                              ",\"keys\":", Keys(r.keys), "}"));
   }
+  std::vector<std::string> damaged;
+  for (const DamagedEntry& d : report.damaged_entries) {
+    damaged.push_back(absl::StrCat("{\"key\":", JsonQuote(d.key),
+                                   ",\"reason\":", JsonQuote(d.reason), "}"));
+  }
   return absl::StrCat("{\"clean\":", report.clean() ? "true" : "false",
                       ",\"entries\":", report.entries,
-                      ",\"blobs_checked\":", report.blobs_checked,
+                      ",\"index_problem\":", JsonQuote(report.index_problem),
+                      ",\"malformed_rows\":", report.malformed_rows,
+                      ",\"damaged_entries\":[", absl::StrJoin(damaged, ","),
+                      "]", ",\"blobs_checked\":", report.blobs_checked,
                       ",\"bytes_checked\":", report.bytes_checked,
                       ",\"unreferenced_files\":", report.unreferenced_files,
                       ",\"stray_files\":", report.stray_files,
@@ -158,6 +170,9 @@ std::string ToJson(const VerifyReport& report) {
 std::string ToJson(const GcReport& report) {
   return absl::StrCat(
       "{\"evicted_entries\":", report.evicted_entries,
+      ",\"malformed_rows\":", report.malformed_rows,
+      ",\"wal_bytes_before\":", report.wal_bytes_before,
+      ",\"wal_bytes_after\":", report.wal_bytes_after,
       ",\"disk_bytes_before\":", report.disk_bytes_before,
       ",\"disk_bytes_after\":", report.disk_bytes_after,
       ",\"removed_blob_files\":", report.removed_blob_files,
@@ -179,6 +194,14 @@ std::string ToJson(const ImportReport& report, absl::string_view path,
       ",\"dry_run\":", dry_run ? "true" : "false",
       ",\"entries\":", report.entries, ",\"imported\":", report.imported,
       ",\"already_present\":", report.already_present,
+      ",\"kept_existing\":", report.kept_existing, ",\"refused\":[",
+      absl::StrJoin(report.refused, ",",
+                    [](std::string* out, const auto& r) {
+                      absl::StrAppend(out, "{\"key\":\"", r.first.hex(),
+                                      "\",\"reason\":", JsonQuote(r.second),
+                                      "}");
+                    }),
+      "],\"signed\":", report.is_signed ? "true" : "false",
       ",\"members\":", report.members, ",\"bytes\":", report.bytes, "}");
 }
 

@@ -2,22 +2,68 @@
 
 #include <sys/stat.h>
 
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
 #include "cache/index.h"
 #include "cache/index_schema.h"
 #include "cache/status_macros.h"
+#include "spdlog/spdlog.h"
 
 namespace kiln::cache {
 namespace {
 
-constexpr char kIndexFile[] = "index.sqlite";
 // Counters of a read-only process are written at most this often.
 constexpr absl::Duration kCounterFlushInterval = absl::Seconds(10);
 // Hits update times and counters only if the write lock is free this soon.
 constexpr absl::Duration kBestEffortBusy = absl::Milliseconds(5);
 constexpr int kPutAttempts = 4;
+// Failed puts are logged at most this often.
+constexpr absl::Duration kPutWarningInterval = absl::Seconds(30);
+
+// Opens the index, lets SQLite check its structure and migrates it. DataLoss
+// when the file is damaged.
+absl::Status OpenIndex(const std::string& path, absl::Duration busy) {
+  CACHE_ASSIGN_OR_RETURN(std::unique_ptr<SqliteDb> db,
+                         SqliteDb::Open(path, busy, true));
+  {
+    // quick_check reads every page once (milliseconds for thousands of
+    // entries) and finds what a lookup would trip over later.
+    CACHE_ASSIGN_OR_RETURN(Statement check, db->Prepare("PRAGMA quick_check"));
+    CACHE_ASSIGN_OR_RETURN(bool row, check.Step());
+    if (row && check.Text(0) != "ok") {
+      return absl::DataLossError(
+          absl::StrCat("sqlite quick_check: ", check.Text(0).substr(0, 200)));
+    }
+  }
+  return MigrateIndex(*db, IndexMigrations());
+}
+
+// Moves the damaged index of `dir` (with its WAL) into quarantine/ for
+// inspection and starts an empty one in its place.
+absl::Status ReplaceDamagedIndex(const std::string& dir, absl::Duration busy,
+                                 const absl::Status& cause) {
+  const std::string index_path = absl::StrCat(dir, "/", kIndexFileName);
+  const std::string aside = absl::StrCat(dir, "/quarantine/", kIndexFileName,
+                                         ".", ToMillis(absl::Now()));
+  for (const char* suffix : {"", "-wal", "-shm"}) {
+    const std::string from = absl::StrCat(index_path, suffix);
+    if (rename(from.c_str(), absl::StrCat(aside, suffix).c_str()) != 0 &&
+        errno != ENOENT) {
+      return absl::Status(cause.code(),
+                          absl::StrCat(cause.message(), "; moving ", from,
+                                       " aside failed: ", strerror(errno)));
+    }
+  }
+  spdlog::warn(
+      "cache {}: the index is damaged ({}); moved it to {} and started an "
+      "empty one: cached kernels are compiled again as they are asked for",
+      dir, std::string(cause.message()), aside);
+  return OpenIndex(index_path, busy);
+}
 
 }  // namespace
 
@@ -25,11 +71,11 @@ LocalStore::LocalStore(std::string dir, LocalStoreOptions options)
     : dir_(std::move(dir)),
       options_(std::move(options)),
       blobs_(dir_),
-      pool_(absl::StrCat(dir_, "/", kIndexFile), options_.busy_timeout) {}
+      pool_(absl::StrCat(dir_, "/", kIndexFileName), options_.busy_timeout) {}
 
 absl::StatusOr<std::unique_ptr<LocalStore>> LocalStore::Open(
     const std::string& dir, LocalStoreOptions options) {
-  const std::string index_path = absl::StrCat(dir, "/", kIndexFile);
+  const std::string index_path = absl::StrCat(dir, "/", kIndexFileName);
   struct stat st;
   if (!options.create_if_missing && stat(index_path.c_str(), &st) != 0) {
     return absl::NotFoundError(absl::StrCat("no kiln cache in ", dir, " (",
@@ -43,10 +89,11 @@ absl::StatusOr<std::unique_ptr<LocalStore>> LocalStore::Open(
   }
   std::unique_ptr<LocalStore> store(new LocalStore(dir, std::move(options)));
   CACHE_RETURN_IF_ERROR(store->blobs_.Init());
-  CACHE_ASSIGN_OR_RETURN(
-      std::unique_ptr<SqliteDb> db,
-      SqliteDb::Open(index_path, store->options_.busy_timeout, true));
-  CACHE_RETURN_IF_ERROR(MigrateIndex(*db, IndexMigrations()));
+  absl::Status opened = OpenIndex(index_path, store->options_.busy_timeout);
+  if (absl::IsDataLoss(opened)) {
+    opened = ReplaceDamagedIndex(dir, store->options_.busy_timeout, opened);
+  }
+  CACHE_RETURN_IF_ERROR(opened);
   {
     absl::MutexLock lock(&store->counters_mu_);
     store->last_flush_ = store->Now();
@@ -82,6 +129,50 @@ absl::Status LocalStore::FlushCounters() {
 
 absl::Status LocalStore::Write(const std::function<absl::Status(IndexTxn&)>& fn,
                                std::optional<absl::Duration> busy) {
+  absl::Status status = WriteOnce(fn, busy);
+  if (!IsCorruption(status)) return status;
+  CACHE_RETURN_IF_ERROR(RepairIndex(status));
+  return WriteOnce(fn, busy);
+}
+
+absl::Status LocalStore::Read(
+    const std::function<absl::Status(IndexTxn&)>& fn) {
+  absl::Status status = ReadOnce(fn);
+  if (!IsCorruption(status)) return status;
+  CACHE_RETURN_IF_ERROR(RepairIndex(status));
+  return ReadOnce(fn);
+}
+
+absl::Status LocalStore::RepairIndex(const absl::Status& cause) {
+  absl::MutexLock lock(&repair_mu_);
+  // Most damage SQLite trips over at run time is an index b-tree out of step
+  // with its table: rebuild those from the tables and check the whole file.
+  absl::Status reindexed = [&]() -> absl::Status {
+    CACHE_ASSIGN_OR_RETURN(SqlitePool::Lease db, pool_.Acquire());
+    CACHE_RETURN_IF_ERROR(db->Exec("REINDEX"));
+    CACHE_RETURN_IF_ERROR(db->Transaction(false, [&]() -> absl::Status {
+      IndexTxn txn(*db);
+      CACHE_ASSIGN_OR_RETURN(std::string problem, txn.IntegrityProblem());
+      if (!problem.empty()) return absl::DataLossError(problem);
+      return absl::OkStatus();
+    }));
+    return absl::OkStatus();
+  }();
+  if (reindexed.ok()) {
+    spdlog::warn(
+        "cache {}: the index was damaged ({}); rebuilt its b-tree "
+        "indexes from its tables",
+        dir_, std::string(cause.message()));
+    return absl::OkStatus();
+  }
+  // The tables themselves are damaged: start over with an empty index.
+  pool_.Reset();
+  return ReplaceDamagedIndex(dir_, busy_timeout(), cause);
+}
+
+absl::Status LocalStore::WriteOnce(
+    const std::function<absl::Status(IndexTxn&)>& fn,
+    std::optional<absl::Duration> busy) {
   CACHE_ASSIGN_OR_RETURN(SqlitePool::Lease db, pool_.Acquire());
   std::map<std::string, int64_t> pending = TakeCounters();
   if (busy) db->SetBusyTimeout(*busy);
@@ -100,7 +191,7 @@ absl::Status LocalStore::Write(const std::function<absl::Status(IndexTxn&)>& fn,
   return status;
 }
 
-absl::Status LocalStore::Read(
+absl::Status LocalStore::ReadOnce(
     const std::function<absl::Status(IndexTxn&)>& fn) {
   CACHE_ASSIGN_OR_RETURN(SqlitePool::Lease db, pool_.Acquire());
   return db->Transaction(false, [&]() -> absl::Status {
@@ -111,6 +202,31 @@ absl::Status LocalStore::Read(
 
 absl::Status LocalStore::Put(const Digest& key, const EntryData& data) {
   CACHE_RETURN_IF_ERROR(ValidateEntryData(data));
+  absl::Status status = Store(key, data);
+  if (status.ok()) return status;
+  // A full or failing disk shows here first; say so, but not for every put.
+  const absl::Time now = Now();
+  int64_t suppressed = -1;
+  {
+    absl::MutexLock lock(&counters_mu_);
+    if (now - last_put_warning_ >= kPutWarningInterval) {
+      last_put_warning_ = now;
+      suppressed = std::exchange(suppressed_put_warnings_, 0);
+    } else {
+      ++suppressed_put_warnings_;
+    }
+  }
+  if (suppressed >= 0) {
+    spdlog::warn(
+        "cache {}: storing {} failed: {}{}", dir_, key.hex(), status.ToString(),
+        suppressed > 0
+            ? absl::StrCat(" (and ", suppressed, " more failed puts before it)")
+            : "");
+  }
+  return status;
+}
+
+absl::Status LocalStore::Store(const Digest& key, const EntryData& data) {
   const absl::Time now = Now();
   EntryInfo info;
   info.key = key;
@@ -178,6 +294,13 @@ absl::StatusOr<Entry> LocalStore::Get(const Digest& key, bool record_use) {
     if (record_use) AddCounter(kMisses, 1);
     return absl::NotFoundError(absl::StrCat("no cache entry ", key.hex()));
   }
+  if (!info->damage.empty()) {
+    CACHE_RETURN_IF_ERROR(QuarantineEntry(key.hex(), info->damage, nullptr));
+    if (record_use) AddCounter(kMisses, 1);
+    return absl::NotFoundError(
+        absl::StrCat("no cache entry ", key.hex(),
+                     " (its index rows were damaged: ", info->damage, ")"));
+  }
   Entry entry;
   for (const BlobInfo& blob : info->blobs) {
     absl::StatusOr<std::string> data = blobs_.Read(blob.digest);
@@ -196,6 +319,12 @@ absl::StatusOr<Entry> LocalStore::Get(const Digest& key, bool record_use) {
     entry.blobs.push_back(Blob{blob.name, *std::move(data)});
   }
   entry.info = *std::move(info);
+  if (std::string damage = BlobDamage(entry); !damage.empty()) {
+    CACHE_RETURN_IF_ERROR(QuarantineEntry(key.hex(), damage, nullptr));
+    if (record_use) AddCounter(kMisses, 1);
+    return absl::NotFoundError(
+        absl::StrCat("no cache entry ", key.hex(), " (", damage, ")"));
+  }
   if (!record_use) return entry;
   AddCounter(kHits, 1);
   const absl::Time now = Now();
@@ -275,6 +404,7 @@ absl::StatusOr<StoreStats> LocalStore::Stats() {
     absl::MutexLock lock(&counters_mu_);
     for (const auto& [name, delta] : counters_) stats.counters[name] += delta;
   }
+  stats.index_bytes = IndexBytes();
   absl::StatusOr<std::pair<int64_t, uint64_t>> q = blobs_.QuarantineUsage();
   if (q.ok()) {
     stats.quarantine_files = q->first;

@@ -59,6 +59,10 @@ struct LocalStoreOptions {
   // Create the directory and the index if they do not exist; if false, Open
   // on a missing cache is NotFound.
   bool create_if_missing = true;
+  // An entry holding a blob of this name is sound only if that blob's
+  // SHA-256 is the entry's key: the blob is the text the key was made from
+  // (kiln's "key.txt"). Empty turns the check off.
+  std::string key_text_blob = "key.txt";
   // Time source, for tests; absl::Now if empty.
   std::function<absl::Time()> clock;
 };
@@ -73,11 +77,15 @@ inline constexpr char kPutBytes[] = "put_bytes";
 inline constexpr char kRemoves[] = "removes";
 inline constexpr char kEvictions[] = "evictions";
 
+// The index's file name in a cache directory (its WAL adds "-wal").
+inline constexpr char kIndexFileName[] = "index.sqlite";
+
 struct StoreStats {
   int64_t entries = 0;
   uint64_t entry_bytes = 0;  // logical size of all entries
   int64_t blob_files = 0;
-  uint64_t disk_bytes = 0;  // blob files on disk after dedup and compression
+  uint64_t disk_bytes = 0;   // blob files on disk after dedup and compression
+  uint64_t index_bytes = 0;  // the index and its WAL
   int64_t quarantine_files = 0;
   uint64_t quarantine_bytes = 0;
   // Persistent counters of every process that used this directory, this
@@ -97,6 +105,10 @@ struct GcOptions {
 
 struct GcReport {
   int64_t evicted_entries = 0;
+  int64_t malformed_rows = 0;  // index rows no kiln writes, deleted
+  // The index's WAL, which gc checkpoints and counts against max_size.
+  uint64_t wal_bytes_before = 0;
+  uint64_t wal_bytes_after = 0;
   uint64_t disk_bytes_before = 0;
   uint64_t disk_bytes_after = 0;
   int64_t removed_blob_files = 0;  // unreferenced files deleted
@@ -110,20 +122,36 @@ struct QuarantineRecord {
   std::string reason;
 };
 
+// An entry dropped because its own rows failed their checks.
+struct DamagedEntry {
+  std::string key;  // as stored (it may not even be a digest)
+  std::string reason;
+};
+
 struct VerifyReport {
   int64_t entries = 0;
+  // SQLite's own check of the index file: empty when it is sound.
+  std::string index_problem;
+  std::vector<DamagedEntry> damaged_entries;
+  int64_t malformed_rows = 0;  // rows no kiln writes, deleted
   int64_t blobs_checked = 0;
   uint64_t bytes_checked = 0;
   std::vector<QuarantineRecord> quarantined;
   int64_t unreferenced_files = 0;  // reclaimable by Gc(), not an error
   int64_t stray_files = 0;         // unexpected names under blobs/
-  bool clean() const { return quarantined.empty(); }
+  bool clean() const {
+    return quarantined.empty() && damaged_entries.empty() &&
+           index_problem.empty() && malformed_rows == 0;
+  }
 };
 
 class LocalStore {
  public:
   // Opens (or creates) the store in `dir`. FailedPrecondition if the index
   // was written by a newer schema; NotFound if missing and not creating.
+  // An index file that SQLite finds damaged is moved into quarantine/ (with
+  // its WAL) and an empty one is started in its place, with a warning: the
+  // entries it held are compiled again when asked for.
   static absl::StatusOr<std::unique_ptr<LocalStore>> Open(
       const std::string& dir, LocalStoreOptions options = {});
   // Flushes this process's counters (best effort).
@@ -153,7 +181,8 @@ class LocalStore {
   // stale temp files. Runs in small transactions; safe beside other users.
   absl::StatusOr<GcReport> Gc(const GcOptions& options);
 
-  // Re-hashes every blob; quarantines bad ones (and their entries).
+  // Checks the index file, every entry's rows (seal, key text) and re-hashes
+  // every blob; quarantines what fails.
   absl::StatusOr<VerifyReport> Verify();
 
   absl::StatusOr<StoreStats> Stats();
@@ -171,12 +200,23 @@ class LocalStore {
   LocalStore(std::string dir, LocalStoreOptions options);
 
   absl::Time Now() const;
+  // Put() without its checks and its logging.
+  absl::Status Store(const Digest& key, const EntryData& data);
   // Runs `fn` in a write transaction on a pooled connection, writing the
   // pending counters in the same transaction. `busy` overrides how long to
   // wait for the write lock (short for best-effort updates).
+  // When SQLite reports the index damaged, both repair it (RepairIndex) and
+  // run `fn` once more.
   absl::Status Write(const std::function<absl::Status(IndexTxn&)>& fn,
                      std::optional<absl::Duration> busy = std::nullopt);
   absl::Status Read(const std::function<absl::Status(IndexTxn&)>& fn);
+  absl::Status WriteOnce(const std::function<absl::Status(IndexTxn&)>& fn,
+                         std::optional<absl::Duration> busy);
+  absl::Status ReadOnce(const std::function<absl::Status(IndexTxn&)>& fn);
+  // Rebuilds the index's b-tree indexes if that makes the file sound, else
+  // moves the file aside and starts an empty index. Logs a warning.
+  absl::Status RepairIndex(const absl::Status& cause);
+  absl::Duration busy_timeout() const { return options_.busy_timeout; }
   std::map<std::string, int64_t> TakeCounters();
   void RestoreCounters(const std::map<std::string, int64_t>& counters);
 
@@ -187,12 +227,23 @@ class LocalStore {
   absl::StatusOr<bool> HandleBadBlob(const Digest& digest,
                                      const absl::Status& failure,
                                      std::vector<QuarantineRecord>* log);
+  // Drops the entry stored under `key` (any text) whose rows failed their
+  // checks for `reason`, logs it and sweeps the blobs it alone used.
+  absl::Status QuarantineEntry(absl::string_view key, absl::string_view reason,
+                               std::vector<DamagedEntry>* log);
+  // The entry's damage, if any, judged from its blobs: a key-text blob that
+  // does not hash to the key.
+  std::string BlobDamage(const Entry& entry) const;
   // Evicts up to `max_batches` batches of entries: those unused since
   // `before`, then LRU ones while disk usage is above `target`.
   absl::Status Evict(std::optional<absl::Time> before,
                      std::optional<uint64_t> target, int max_batches,
                      GcReport* report);
   void MaybeEvictAfterPut();
+  // Size of the index file and its WAL, or of the WAL alone.
+  uint64_t IndexBytes(bool wal_only = false) const;
+  // Folds the WAL back into the index and truncates it (best effort).
+  void CheckpointIndex();
 
   const std::string dir_;
   const LocalStoreOptions options_;
@@ -201,7 +252,11 @@ class LocalStore {
   absl::Mutex counters_mu_;
   std::map<std::string, int64_t> counters_ ABSL_GUARDED_BY(counters_mu_);
   absl::Time last_flush_ ABSL_GUARDED_BY(counters_mu_);
-  absl::Mutex evict_mu_;  // one evicting thread per process is enough
+  absl::Time last_put_warning_ ABSL_GUARDED_BY(counters_mu_) =
+      absl::InfinitePast();
+  int64_t suppressed_put_warnings_ ABSL_GUARDED_BY(counters_mu_) = 0;
+  absl::Mutex repair_mu_;  // one repair at a time
+  absl::Mutex evict_mu_;   // one evicting thread per process is enough
   absl::Time last_age_check_ ABSL_GUARDED_BY(evict_mu_);
 };
 

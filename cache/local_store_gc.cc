@@ -1,6 +1,8 @@
 // LocalStore's maintenance: sweeping unreferenced blobs, quarantine,
 // eviction, Gc() and Verify(). Every step is a short write transaction, so
 // other processes' puts interleave with a long gc and readers never wait.
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <set>
 
@@ -98,6 +100,57 @@ absl::StatusOr<bool> LocalStore::HandleBadBlob(
   return true;
 }
 
+uint64_t LocalStore::IndexBytes(bool wal_only) const {
+  uint64_t bytes = 0;
+  for (const char* suffix : {"-wal", ""}) {
+    if (wal_only && *suffix == '\0') break;
+    struct stat st;
+    if (stat(absl::StrCat(dir_, "/", kIndexFileName, suffix).c_str(), &st) ==
+        0) {
+      bytes += static_cast<uint64_t>(st.st_size);
+    }
+  }
+  return bytes;
+}
+
+void LocalStore::CheckpointIndex() {
+  absl::StatusOr<SqlitePool::Lease> db = pool_.Acquire();
+  if (!db.ok()) return;
+  // Best effort: readers that hold old snapshots keep part of the WAL.
+  absl::Status s = (*db)->Exec("PRAGMA wal_checkpoint(TRUNCATE)");
+  if (!s.ok()) {
+    spdlog::warn("cache {}: checkpointing the index failed: {}", dir_,
+                 s.ToString());
+  }
+}
+
+absl::Status LocalStore::QuarantineEntry(absl::string_view key,
+                                         absl::string_view reason,
+                                         std::vector<DamagedEntry>* log) {
+  std::vector<Digest> freed;
+  CACHE_RETURN_IF_ERROR(Write([&](IndexTxn& txn) -> absl::Status {
+    CACHE_ASSIGN_OR_RETURN(freed, txn.DeleteEntryRows(key));
+    return txn.LogQuarantine(Digest(), {},
+                             absl::StrCat("entry ", key, ": ", reason), Now());
+  }));
+  AddCounter(kQuarantinedEntries, 1);
+  spdlog::warn("cache {}: dropped entry {}: {}", dir_,
+               std::string(key.substr(0, 64)), std::string(reason));
+  if (log != nullptr) {
+    log->push_back(
+        DamagedEntry{std::string(key.substr(0, 64)), std::string(reason)});
+  }
+  return SweepBlobs(freed, nullptr);
+}
+
+std::string LocalStore::BlobDamage(const Entry& entry) const {
+  if (options_.key_text_blob.empty()) return "";
+  const Blob* text = entry.Find(options_.key_text_blob);
+  if (text == nullptr || Digest::Of(text->data) == entry.info.key) return "";
+  return absl::StrCat("its ", options_.key_text_blob,
+                      " blob does not hash to its key");
+}
+
 absl::Status LocalStore::Evict(std::optional<absl::Time> before,
                                std::optional<uint64_t> target, int max_batches,
                                GcReport* report) {
@@ -188,6 +241,14 @@ absl::StatusOr<GcReport> LocalStore::Gc(const GcOptions& options) {
     return bytes;
   };
   CACHE_ASSIGN_OR_RETURN(report.disk_bytes_before, disk_bytes());
+  report.wal_bytes_before = IndexBytes(/*wal_only=*/true);
+  CACHE_RETURN_IF_ERROR(Write([&](IndexTxn& txn) -> absl::Status {
+    CACHE_ASSIGN_OR_RETURN(report.malformed_rows, PurgeMalformedRows(txn.db()));
+    return absl::OkStatus();
+  }));
+  // The WAL grows with writes until it is checkpointed, and counts against
+  // max_size: fold it back into the index first.
+  CheckpointIndex();
   {
     absl::MutexLock lock(&evict_mu_);
     if (options.max_age) {
@@ -195,8 +256,11 @@ absl::StatusOr<GcReport> LocalStore::Gc(const GcOptions& options) {
           Evict(Now() - *options.max_age, std::nullopt, INT32_MAX, &report));
     }
     if (options.max_size) {
+      const uint64_t wal_bytes = IndexBytes(/*wal_only=*/true);
+      const uint64_t blob_budget =
+          *options.max_size > wal_bytes ? *options.max_size - wal_bytes : 0;
       CACHE_RETURN_IF_ERROR(
-          Evict(std::nullopt, *options.max_size, INT32_MAX, &report));
+          Evict(std::nullopt, blob_budget, INT32_MAX, &report));
     }
   }
   // Blob rows nothing references (left by a crash between an eviction and
@@ -232,7 +296,9 @@ absl::StatusOr<GcReport> LocalStore::Gc(const GcOptions& options) {
                          blobs_.CleanTemp(options.grace));
   CACHE_ASSIGN_OR_RETURN(report.removed_quarantine_files,
                          blobs_.CleanQuarantine(options.quarantine_max_age));
+  CheckpointIndex();
   CACHE_ASSIGN_OR_RETURN(report.disk_bytes_after, disk_bytes());
+  report.wal_bytes_after = IndexBytes(/*wal_only=*/true);
   return report;
 }
 

@@ -9,6 +9,40 @@ namespace kiln::cache {
 
 absl::StatusOr<VerifyReport> LocalStore::Verify() {
   VerifyReport report;
+  // The file itself, then the rows, then the blobs they name.
+  absl::Status checked = Read([&](IndexTxn& txn) -> absl::Status {
+    CACHE_ASSIGN_OR_RETURN(report.index_problem, txn.IntegrityProblem());
+    return absl::OkStatus();
+  });
+  if (absl::IsDataLoss(checked)) {
+    report.index_problem = std::string(checked.message());
+  } else if (!checked.ok()) {
+    return checked;
+  }
+  CACHE_RETURN_IF_ERROR(Write([&](IndexTxn& txn) -> absl::Status {
+    CACHE_ASSIGN_OR_RETURN(report.malformed_rows, PurgeMalformedRows(txn.db()));
+    return absl::OkStatus();
+  }));
+  std::vector<EntryInfo> entries;
+  CACHE_RETURN_IF_ERROR(Read([&](IndexTxn& txn) -> absl::Status {
+    CACHE_ASSIGN_OR_RETURN(entries, txn.ListEntries(EntryFilter{}));
+    return absl::OkStatus();
+  }));
+  for (const EntryInfo& info : entries) {
+    std::string damage = info.damage;
+    if (damage.empty() && !options_.key_text_blob.empty()) {
+      for (const BlobInfo& blob : info.blobs) {
+        if (blob.name != options_.key_text_blob) continue;
+        absl::StatusOr<std::string> data = blobs_.Read(blob.digest);
+        if (!data.ok()) break;  // the blob pass below deals with it
+        Entry entry{info, {Blob{blob.name, *std::move(data)}}};
+        damage = BlobDamage(entry);
+      }
+    }
+    if (damage.empty()) continue;
+    CACHE_RETURN_IF_ERROR(
+        QuarantineEntry(info.key.hex(), damage, &report.damaged_entries));
+  }
   std::vector<std::pair<Digest, uint64_t>> blobs;
   std::vector<Digest> dangling;
   // One snapshot of what should exist; the files are read outside any

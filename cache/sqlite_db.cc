@@ -4,6 +4,7 @@
 
 #include <utility>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 
 namespace kiln::cache {
@@ -17,8 +18,11 @@ absl::Status CodeToStatus(int code, absl::string_view what,
     case SQLITE_LOCKED:
       return absl::UnavailableError(message);
     case SQLITE_CORRUPT:
-    case SQLITE_NOTADB:
-      return absl::DataLossError(message);
+    case SQLITE_NOTADB: {
+      absl::Status status = absl::DataLossError(message);
+      status.SetPayload(kCorruptionPayload, absl::Cord("1"));
+      return status;
+    }
     case SQLITE_FULL:
       return absl::ResourceExhaustedError(message);
     case SQLITE_CANTOPEN:
@@ -161,22 +165,38 @@ absl::Status SqliteDb::Error(absl::string_view what) const {
 SqlitePool::Lease::~Lease() {
   if (db_ == nullptr) return;
   absl::MutexLock lock(&pool_->mu_);
-  if (pool_->idle_.size() < kMaxIdle) pool_->idle_.push_back(std::move(db_));
+  // A connection opened before a Reset() is to the old file: close it.
+  if (generation_ == pool_->generation_ && pool_->idle_.size() < kMaxIdle) {
+    pool_->idle_.push_back(std::move(db_));
+  }
 }
 
 absl::StatusOr<SqlitePool::Lease> SqlitePool::Acquire() {
+  uint64_t generation;
   {
     absl::MutexLock lock(&mu_);
+    generation = generation_;
     if (!idle_.empty()) {
       std::unique_ptr<SqliteDb> db = std::move(idle_.back());
       idle_.pop_back();
-      return Lease(this, std::move(db));
+      return Lease(this, std::move(db), generation);
     }
   }
   absl::StatusOr<std::unique_ptr<SqliteDb>> db =
       SqliteDb::Open(path_, busy_, /*create=*/false);
   if (!db.ok()) return db.status();
-  return Lease(this, *std::move(db));
+  return Lease(this, *std::move(db), generation);
+}
+
+void SqlitePool::Reset() {
+  std::vector<std::unique_ptr<SqliteDb>> closing;
+  absl::MutexLock lock(&mu_);
+  ++generation_;
+  closing.swap(idle_);
+}
+
+bool IsCorruption(const absl::Status& status) {
+  return status.GetPayload(kCorruptionPayload).has_value();
 }
 
 }  // namespace kiln::cache

@@ -107,8 +107,8 @@ class SqlitePool {
   // Returns the connection to the pool on destruction.
   class Lease {
    public:
-    Lease(SqlitePool* pool, std::unique_ptr<SqliteDb> db)
-        : pool_(pool), db_(std::move(db)) {}
+    Lease(SqlitePool* pool, std::unique_ptr<SqliteDb> db, uint64_t generation)
+        : pool_(pool), db_(std::move(db)), generation_(generation) {}
     Lease(Lease&&) = default;
     ~Lease();
     SqliteDb* operator->() { return db_.get(); }
@@ -117,10 +117,15 @@ class SqlitePool {
    private:
     SqlitePool* pool_;
     std::unique_ptr<SqliteDb> db_;
+    uint64_t generation_;
   };
 
   // An idle connection, or a new one. Errors come from opening.
   absl::StatusOr<Lease> Acquire();
+
+  // Closes the idle connections, and those leased now when they come back:
+  // for when the file at the path was replaced.
+  void Reset();
 
  private:
   static constexpr size_t kMaxIdle = 8;
@@ -128,7 +133,14 @@ class SqlitePool {
   const absl::Duration busy_;
   absl::Mutex mu_;
   std::vector<std::unique_ptr<SqliteDb>> idle_ ABSL_GUARDED_BY(mu_);
+  uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
 };
+
+// The payload that marks a Status as SQLite's report of a damaged file
+// (SQLITE_CORRUPT, SQLITE_NOTADB): DataLoss with it is the index's damage,
+// not a blob's.
+inline constexpr char kCorruptionPayload[] = "kiln.cache/sqlite-corrupt";
+bool IsCorruption(const absl::Status& status);
 
 }  // namespace kiln::cache
 

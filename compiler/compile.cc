@@ -103,8 +103,6 @@ absl::Status PassError(const absl::Status& st, const std::string& file,
 
 }  // namespace
 
-std::string_view CompilerVersion() { return "kiln-0.1.0"; }
-
 absl::StatusOr<LoadedKernel> Load(std::string_view source,
                                   const CompileOptions& options) {
   const auto start = Clock::now();

@@ -115,8 +115,16 @@ absl::StatusOr<std::string> BinaryKey(std::string_view source,
 absl::StatusOr<std::string> BinaryKeyText(std::string_view source,
                                           const CompileOptions& options);
 
-// The compiler's version, part of every key.
+// The compiler's version and build, part of every key:
+// "kiln-VERSION+FINGERPRINT" with the first 16 hex digits of
+// CompilerFingerprint().
 std::string_view CompilerVersion();
+
+// The SHA-256 (hex) of every source file under compiler/ (front end, passes,
+// planners, code generators, device libraries), made at build time by
+// compiler/fingerprint.cmake: a change to any of them changes every binary
+// key, so no cache tier serves a binary of an older compiler build.
+std::string_view CompilerFingerprint();
 
 }  // namespace kiln::compiler
 

@@ -82,6 +82,10 @@ void AddServerFlags(CLI::App& app, ServerConfig* config) {
   app.add_option("--cache-dir", config->cache_dir,
                  "Directory of the kernel cache (created)")
       ->capture_default_str();
+  app.add_flag("--allow-shared-cache-dir", config->allow_shared_cache_dir,
+               "Use a cache directory (or index) that other users can write "
+               "to; without it kilnd refuses one, since whoever can write "
+               "the cache can make kilnd serve their code");
   app.add_option("--log-format", config->log_format, "Log format on stderr")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();

@@ -51,6 +51,9 @@ struct ServerConfig {
   std::string redis_namespace = "kiln";
   // Where the cache lives (default: cache/cache_dir.h).
   std::string cache_dir;
+  // Use a cache directory that other users can write to (refused otherwise:
+  // whoever can write the index can make kilnd serve their code).
+  bool allow_shared_cache_dir = false;
   std::string log_format = "text";  // "text" or "json"
   std::string log_level = "info";   // spdlog level name
   // On SIGINT/SIGTERM, how long in-flight calls may run before being

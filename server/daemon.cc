@@ -5,6 +5,7 @@
 #include <grpcpp/security/server_credentials.h>
 #include <grpcpp/server.h>
 #include <grpcpp/server_builder.h>
+#include <sys/stat.h>
 
 #include <chrono>
 #include <fstream>
@@ -14,7 +15,9 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "cache/cache.h"
+#include "server/bad_request_interceptor.h"
 #include "server/capabilities.h"
 #include "server/engine/compile_engine.h"
 #include "server/kiln_service.h"
@@ -92,6 +95,25 @@ absl::StatusOr<std::string> ReadToken(const std::string& path,
   return token;
 }
 
+// The cache directory, its index and its blob folder must not be writable
+// by other users: the index says which binary answers which key.
+absl::Status CheckCacheDirectoryIsPrivate(const std::string& dir) {
+  for (const std::string& path :
+       {dir, absl::StrCat(dir, "/", cache::kIndexFileName),
+        absl::StrCat(dir, "/blobs")}) {
+    struct stat st;
+    if (stat(path.c_str(), &st) != 0) continue;  // created below, privately
+    if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          path, " is writable by other users (mode ",
+          absl::StrFormat("%04o", st.st_mode & 07777),
+          "); refusing to serve kernels from it: chmod go-w it, choose "
+          "another --cache-dir, or pass --allow-shared-cache-dir"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::unique_ptr<cache::Cache>> OpenCache(
     const ServerConfig& config) {
   cache::CacheOptions options;
@@ -157,6 +179,12 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(
       !status.ok()) {
     return status;
   }
+  if (absl::Status status = CheckCacheDirectoryIsPrivate(config.cache_dir);
+      !status.ok()) {
+    if (!config.allow_shared_cache_dir) return status;
+    spdlog::warn("{} (allowed by --allow-shared-cache-dir)",
+                 std::string(status.message()));
+  }
 
   std::unique_ptr<Daemon> daemon(new Daemon());
   absl::StatusOr<UnixSocketClaim> claim =
@@ -202,7 +230,12 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(
     builder.AddListeningPort(tcp->ToString(), *tcp_credentials, &tcp_port);
   }
   builder.RegisterService(daemon->service_.get());
+  builder.experimental().SetInterceptorCreators(BadRequestInterceptors());
+  // gRPC creates the unix socket while it starts: under this umask it is
+  // born with its final mode (0660), never briefly open to everyone.
+  const mode_t old_umask = umask(0117);
   daemon->server_ = builder.BuildAndStart();
+  umask(old_umask);
   if (daemon->server_ == nullptr || unix_port == 0 ||
       (tcp.has_value() && tcp_port == 0)) {
     return absl::UnavailableError(absl::StrCat(

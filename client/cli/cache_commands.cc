@@ -17,10 +17,12 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "cache/bundle.h"
 #include "cache/cache_dir.h"
 #include "cache/entry.h"
+#include "cache/hmac.h"
 #include "cache/json.h"
 #include "cache/local_store.h"
 #include "cache/units.h"
@@ -169,6 +171,11 @@ void RegisterLs(CLI::App* group) {
           kc::FormatSize(e.size), Shown(e.metadata.target_arch),
           Shown(e.metadata.gpu_sku), Shown(e.metadata.kernel_name),
           Age(e.last_access));
+      if (!e.damage.empty()) {
+        std::cout << "  DAMAGED (never served; `kiln cache verify` or `rm` "
+                     "drops it): "
+                  << e.damage << "\n";
+      }
     }
   });
 }
@@ -192,6 +199,11 @@ void RegisterShow(CLI::App* group) {
       return;
     }
     PrintEntry(*info);
+    if (!info->damage.empty()) {
+      std::cout << "DAMAGED: " << info->damage
+                << " (never served; `kiln cache verify` or `rm` drops it)\n";
+      return;
+    }
     // An autotuning result (kiln tune) explains itself in a text blob; a
     // compiled kernel keeps the text its binary key hashes. Blobs are read
     // only for those, and a compiled kernel whose blobs cannot be read is
@@ -228,8 +240,8 @@ void RegisterVerify(CLI::App* group) {
   auto common = std::make_shared<Common>();
   CLI::App* cmd = group->add_subcommand(
       "verify",
-      "Re-hash every blob; quarantine bad ones with their entries (exit 1 if "
-      "any)");
+      "Check the index file and every entry's rows, re-hash every blob; "
+      "drop what fails (exit 1 if anything did)");
   AddCommon(cmd, common.get(), true);
   cmd->callback([common] {
     auto store = OpenStore("verify", *common, false);
@@ -238,6 +250,17 @@ void RegisterVerify(CLI::App* group) {
     if (common->json) {
       std::cout << kc::ToJson(*report) << "\n";
     } else {
+      if (!report->index_problem.empty()) {
+        std::cout << "the index file is damaged: " << report->index_problem
+                  << "\n";
+      }
+      if (report->malformed_rows > 0) {
+        std::cout << "deleted " << report->malformed_rows
+                  << " malformed index rows\n";
+      }
+      for (const kc::DamagedEntry& d : report->damaged_entries) {
+        std::cout << "dropped entry " << d.key << ": " << d.reason << "\n";
+      }
       for (const kc::QuarantineRecord& r : report->quarantined) {
         std::cout << "quarantined blob " << r.digest.hex() << ": " << r.reason
                   << "\n";
@@ -248,9 +271,12 @@ void RegisterVerify(CLI::App* group) {
       std::cout << "verified " << report->blobs_checked << " blobs ("
                 << kc::FormatSize(report->bytes_checked) << ") of "
                 << report->entries << " entries: "
-                << (report->clean() ? std::string("clean")
-                                    : absl::StrCat(report->quarantined.size(),
-                                                   " quarantined"))
+                << (report->clean()
+                        ? std::string("clean")
+                        : absl::StrCat(report->quarantined.size(),
+                                       " blobs quarantined, ",
+                                       report->damaged_entries.size(),
+                                       " damaged entries dropped"))
                 << "\n";
       if (report->unreferenced_files > 0) {
         std::cout
@@ -320,6 +346,33 @@ void RegisterGc(CLI::App* group) {
   });
 }
 
+// The bundle signing secret in `path` (as the daemon reads the cluster
+// secret: surrounding whitespace dropped, at least 16 characters).
+std::unique_ptr<kc::HmacSha256> ReadSecret(const char* verb,
+                                           const std::string& path) {
+  if (path.empty()) return nullptr;
+  std::ifstream in(path, std::ios::binary);
+  std::string text;
+  if (in) {
+    text.assign(std::istreambuf_iterator<char>(in), {});
+    if (text.size() > 4096) text.clear();
+  }
+  if (!in && text.empty()) {
+    Fail(verb, absl::NotFoundError("cannot read the secret file " + path));
+  }
+  absl::StatusOr<kc::HmacSha256> mac =
+      kc::HmacSha256::Create(absl::StripAsciiWhitespace(text));
+  if (!mac.ok()) {
+    Fail(verb, absl::InvalidArgumentError(absl::StrCat(
+                   "the secret in ", path, ": ", mac.status().message())));
+  }
+  return std::make_unique<kc::HmacSha256>(*std::move(mac));
+}
+
+constexpr char kSecretHelp[] =
+    "File holding the secret that signs bundles (at least 16 characters; "
+    "the cluster's Redis secret will do)";
+
 void RegisterExport(CLI::App* group) {
   struct Args {
     Common common;
@@ -327,6 +380,7 @@ void RegisterExport(CLI::App* group) {
     std::string out;
     std::vector<std::string> keys;
     std::string keys_file;
+    std::string secret_file;
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = group->add_subcommand(
@@ -338,6 +392,7 @@ void RegisterExport(CLI::App* group) {
   cmd->add_option("--key", args->keys, "Only these keys (repeatable)");
   cmd->add_option("--keys-file", args->keys_file,
                   "Only the keys listed in this file, one per line");
+  cmd->add_option("--secret-file", args->secret_file, kSecretHelp);
   AddCommon(cmd, &args->common, true);
   cmd->callback([args] {
     std::vector<std::string> keys = args->keys;
@@ -353,9 +408,13 @@ void RegisterExport(CLI::App* group) {
     for (const std::string& k : keys) {
       args->filter.keys.push_back(ParseKey("export", k));
     }
+    std::unique_ptr<kc::HmacSha256> secret =
+        ReadSecret("export", args->secret_file);
     auto store = OpenStore("export", args->common, false);
+    kc::BundleOptions options;
+    options.secret = secret.get();
     absl::StatusOr<kc::ExportReport> report =
-        kc::ExportBundle(*store, args->filter, args->out);
+        kc::ExportBundle(*store, args->filter, args->out, options);
     if (!report.ok()) Fail("export", report.status());
     if (args->common.json) {
       std::cout << kc::ToJson(*report, args->out) << "\n";
@@ -375,34 +434,49 @@ void RegisterImport(CLI::App* group) {
   auto common = std::make_shared<Common>();
   auto path = std::make_shared<std::string>();
   auto dry_run = std::make_shared<bool>(false);
+  auto secret_file = std::make_shared<std::string>();
   CLI::App* cmd = group->add_subcommand(
       "import",
-      "Verify a bundle completely, then add its entries to the cache");
+      "Verify a bundle completely, then add its entries to the cache (an "
+      "entry already cached is never replaced; an unsigned bundle's entries "
+      "must hash to their keys)");
   cmd->add_option("BUNDLE", *path, "Bundle file")->required();
   cmd->add_flag("--dry-run", *dry_run, "Only verify the bundle");
+  cmd->add_option("--secret-file", *secret_file,
+                  std::string(kSecretHelp) +
+                      "; with it, only bundles signed with it are taken");
   AddCommon(cmd, common.get(), true);
-  cmd->callback([common, path, dry_run] {
+  cmd->callback([common, path, dry_run, secret_file] {
+    std::unique_ptr<kc::HmacSha256> secret = ReadSecret("import", *secret_file);
+    kc::BundleOptions options;
+    options.secret = secret.get();
     absl::StatusOr<kc::ImportReport> report;
     if (*dry_run) {
-      report = kc::VerifyBundle(*path);
+      report = kc::VerifyBundle(*path, options);
     } else {
       auto store = OpenStore("import", *common, true);
-      report = kc::ImportBundle(*store, *path);
+      report = kc::ImportBundle(*store, *path, options);
     }
     if (!report.ok()) Fail("import", report.status());
     if (common->json) {
       std::cout << kc::ToJson(*report, *path, *dry_run) << "\n";
-      return;
-    }
-    if (*dry_run) {
-      std::cout << *path << ": valid bundle, " << report->entries
-                << " entries, " << report->members << " blobs ("
+    } else if (*dry_run) {
+      std::cout << *path << ": valid " << (report->is_signed ? "signed " : "")
+                << "bundle, " << report->entries << " entries, "
+                << report->members << " blobs ("
                 << kc::FormatSize(report->bytes) << ")\n";
     } else {
       std::cout << "imported " << report->imported << " entries ("
-                << report->already_present << " already present) from " << *path
-                << "\n";
+                << report->already_present << " already present, "
+                << report->kept_existing
+                << " kept as cached: other content under the same key, "
+                << report->refused.size() << " refused) from " << *path
+                << (report->is_signed ? " (signature verified)" : "") << "\n";
+      for (const auto& [key, why] : report->refused) {
+        std::cout << "refused " << key.hex() << ": " << why << "\n";
+      }
     }
+    if (!report->refused.empty()) Exit(kExitFailure);
   });
 }
 

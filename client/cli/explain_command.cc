@@ -4,7 +4,7 @@
 // directory, and on a miss compares the request's key text with the key
 // texts stored beside the entries of the same kernel ("key.txt" blobs),
 // naming each component that differs: the program's code, a binding, the
-// target, the toolchain, the compiler version; for tuning keys the fixed
+// target, the toolchain, the compiler build; for tuning keys the fixed
 // bindings, the device SKU and the shape bucket.
 #include <algorithm>
 #include <iostream>
@@ -85,7 +85,10 @@ std::string Meaning(const std::string& component) {
   if (component == "toolchain") {
     return "the toolchain (NVRTC/LLVM version, device library) changed";
   }
-  if (component == "compiler") return "another Kiln compiler version";
+  if (component == "compiler") {
+    return "another Kiln compiler build: another version, or a change to a "
+           "source under compiler/";
+  }
   if (component == "bucket") return "another shape bucket";
   if (component == "sku") return "another device model";
   return "";
@@ -147,7 +150,8 @@ bool Explain(kc::LocalStore& store, const std::string& what,
   PrintKeyText(text);
   absl::StatusOr<kc::Digest> digest = kc::Digest::Parse(hex);
   if (!digest.ok()) Fail(std::string(digest.status().message()));
-  if (store.Stat(*digest).ok()) {
+  if (absl::StatusOr<kc::EntryInfo> info = store.Stat(*digest);
+      info.ok() && info->damage.empty()) {
     std::cout << "  hit: the cache holds this " << what << "\n";
     return true;
   }

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "cache/digest.h"
 #include "cache/entry.h"
+#include "spdlog/spdlog.h"
 
 namespace kiln::server {
 
@@ -47,6 +48,9 @@ namespace {
 // over): requests are small, but a client sending endless distinct programs
 // must not grow it without bound.
 constexpr size_t kMaxMemoEntries = 1 << 16;
+
+// Cache lookup failures are reported at most this often.
+constexpr absl::Duration kLookupWarningInterval = absl::Seconds(30);
 
 // How often a waiting request polls its `cancelled` callback.
 constexpr absl::Duration kCancelPoll = absl::Milliseconds(20);
@@ -216,7 +220,11 @@ absl::StatusOr<KernelHandle> CompileEngine::DoCompile(
     ++stats_.hits;
     return hit;
   }
-  if (!absl::IsNotFound(hit.status())) return hit.status();
+  // A lookup that fails for any other reason than a miss (a damaged index, a
+  // full disk, an I/O error) is a miss too: compiling answers the request.
+  if (!absl::IsNotFound(hit.status())) {
+    WarnLookupFailure(key, hit.status());
+  }
 
   absl::MutexLock lock(&mu_);
   if (shutting_down_) {
@@ -421,7 +429,7 @@ void CompileEngine::RunFlight(std::shared_ptr<Flight> flight) {
       data.blobs = {{kBinaryBlob, h.binary},
                     {kMetadataBlob, h.metadata},
                     {kCompileLogBlob, h.compile_log},
-                    {kKeyTextBlob, compiled->key_text}};
+                    {kKeyTextBlob, flight->loaded.key_text}};
       absl::Status put = cache_->Put(flight->digest, data);
       if (!put.ok()) {
         // The kernel is good; only later requests lose the cache.
@@ -440,8 +448,35 @@ absl::StatusOr<KernelHandle> CompileEngine::Fetch(const cache::Digest& digest) {
   absl::StatusOr<cache::Entry> entry =
       cache_->Get(digest, /*record_use=*/true, &tier);
   if (!entry.ok()) return entry.status();
-  return HandleFromEntry(
+  absl::StatusOr<KernelHandle> handle = HandleFromEntry(
       *entry, tier == cache::Cache::Tier::kRemote ? "remote" : "local");
+  if (handle.ok()) return handle;
+  // Sound rows, sound blobs, but not a kernel (a blob renamed): nothing can
+  // serve it, so it goes, and the request compiles.
+  WarnLookupFailure(digest.hex(), handle.status());
+  (void)cache_->Remove(digest);
+  return absl::NotFoundError(absl::StrCat(
+      "no usable cache entry ", digest.hex(), ": ", handle.status().message()));
+}
+
+void CompileEngine::WarnLookupFailure(std::string_view key,
+                                      const absl::Status& status) {
+  const absl::Time now = absl::Now();
+  int64_t suppressed;
+  {
+    absl::MutexLock lock(&warn_mu_);
+    if (now - last_lookup_warning_ < kLookupWarningInterval) {
+      ++suppressed_lookup_warnings_;
+      return;
+    }
+    last_lookup_warning_ = now;
+    suppressed = std::exchange(suppressed_lookup_warnings_, 0);
+  }
+  spdlog::warn("cache lookup of {} failed ({}); compiling instead{}",
+               std::string(key.substr(0, 64)), status.ToString(),
+               suppressed > 0 ? absl::StrCat(" (", suppressed,
+                                             " more such failures before it)")
+                              : "");
 }
 
 absl::StatusOr<std::string> CompileEngine::KeyFor(
@@ -501,7 +536,7 @@ absl::StatusOr<bool> CompileEngine::Lookup(std::string_view key) {
   absl::StatusOr<cache::Digest> digest = cache::Digest::Parse(AbslView(key));
   if (!digest.ok()) return digest.status();
   absl::StatusOr<cache::EntryInfo> info = cache_->local().Stat(*digest);
-  if (info.ok()) return true;
+  if (info.ok()) return info->damage.empty();
   if (absl::IsNotFound(info.status())) return false;
   return info.status();
 }

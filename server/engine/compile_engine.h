@@ -191,6 +191,9 @@ class CompileEngine {
   // Local tier, then remote if configured. NotFound on a miss.
   absl::StatusOr<KernelHandle> Fetch(const cache::Digest& digest);
   void RunFlight(std::shared_ptr<Flight> flight);
+  // Logs a cache lookup that failed for another reason than a miss (at most
+  // one line per interval, counting the rest).
+  void WarnLookupFailure(std::string_view key, const absl::Status& status);
   void WorkerLoop();
   // Marks `flight` done with `result` (if not done yet) and unlists it.
   void Finish(const std::shared_ptr<Flight>& flight,
@@ -220,6 +223,10 @@ class CompileEngine {
   int64_t running_ ABSL_GUARDED_BY(mu_) = 0;
   EngineStats stats_ ABSL_GUARDED_BY(mu_);
   std::vector<std::thread> workers_;
+  absl::Mutex warn_mu_;
+  absl::Time last_lookup_warning_ ABSL_GUARDED_BY(warn_mu_) =
+      absl::InfinitePast();
+  int64_t suppressed_lookup_warnings_ ABSL_GUARDED_BY(warn_mu_) = 0;
 };
 
 }  // namespace kiln::server

@@ -2,6 +2,7 @@
 // checks exit statuses and output.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <cstdio>
@@ -152,6 +153,49 @@ TEST_F(CacheCliTest, VerifyReportsQuarantine) {
   EXPECT_THAT(r.out, HasSubstr(KeyFor(4).hex()));
   EXPECT_EQ(Kiln("cache verify" + D()).status, 0);  // quarantined: clean now
   EXPECT_EQ(Kiln("cache show " + KeyFor(4).hex() + D()).status, 1);
+}
+
+TEST_F(CacheCliTest, ImportKeepsCachedEntriesChecksSignaturesRefusesFifos) {
+  const std::string secret = tmp_.Sub("secret");
+  std::ofstream(secret) << "a cluster secret of some length\n";
+  const std::string bundle = tmp_.Sub("signed.kbundle");
+  Result r = Kiln("cache export " + bundle + " --secret-file " + secret + D());
+  ASSERT_EQ(r.status, 0) << r.out;
+
+  // The target already holds other content under key 2: it is kept.
+  const std::string other_dir = tmp_.Sub("other");
+  {
+    LocalStoreOptions options;
+    options.fsync = false;
+    auto store = *LocalStore::Open(other_dir, options);
+    EntryData mine = MakeEntry(2);
+    mine.blobs[0].data = "the binary this cache compiled itself";
+    ASSERT_TRUE(store->Put(KeyFor(2), mine).ok());
+  }
+  const std::string other = " --dir " + other_dir;
+  r = Kiln("cache import " + bundle + " --secret-file " + secret + other);
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("imported 5 entries"));
+  EXPECT_THAT(r.out, HasSubstr("1 kept as cached"));
+  EXPECT_THAT(r.out, HasSubstr("signature verified"));
+  {
+    auto store = *LocalStore::Open(other_dir);
+    EXPECT_EQ(store->Get(KeyFor(2))->blobs[0].data,
+              "the binary this cache compiled itself");
+  }
+  // With another secret, nothing is taken.
+  const std::string wrong = tmp_.Sub("wrong");
+  std::ofstream(wrong) << "another secret, not the cluster's";
+  r = Kiln("cache import " + bundle + " --secret-file " + wrong + " --dir " +
+           tmp_.Sub("third"));
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("signature does not match"));
+
+  const std::string fifo = tmp_.Sub("fifo.kbundle");
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  r = Kiln("cache import " + fifo + other);  // returns: does not block
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("not a regular file"));
 }
 
 TEST_F(CacheCliTest, ExportImport) {

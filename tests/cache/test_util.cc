@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "absl/strings/str_cat.h"
 
@@ -45,7 +46,20 @@ EntryData MakeEntry(uint64_t n, size_t size) {
   data.blobs.push_back(Blob{"binary", Bytes(n, size)});
   data.blobs.push_back(
       Blob{"launch.json", absl::StrCat("{\"grid\":[", n, ",1,1]}")});
+  // The text KeyFor(n) hashes: the entry vouches for its key, as kiln's own
+  // entries do (LocalStoreOptions::key_text_blob).
+  data.blobs.push_back(Blob{"key.txt", absl::StrCat("test:", n)});
   return data;
+}
+
+void FlipBit(const std::string& path, uint64_t bit) {
+  std::fstream f(path, std::ios::binary | std::ios::in | std::ios::out);
+  f.seekg(static_cast<std::streamoff>(bit / 8));
+  char c = 0;
+  f.get(c);
+  c = static_cast<char>(c ^ (1 << (bit % 8)));
+  f.seekp(static_cast<std::streamoff>(bit / 8));
+  f.put(c);
 }
 
 bool MatchesEntry(const Entry& entry, uint64_t n, size_t size) {

@@ -33,9 +33,13 @@ Digest KeyFor(uint64_t n, const std::string& ns = "test");
 // `size` pseudo-random bytes determined by `seed`.
 std::string Bytes(uint64_t seed, size_t size);
 
-// Test entry `n`: blobs "binary" (`size` bytes) and "launch.json", metadata
-// derived from n. Entries with the same n are identical.
+// Test entry `n`: blobs "binary" (`size` bytes), "launch.json" and the
+// "key.txt" that KeyFor(n) is the SHA-256 of; metadata derived from n.
+// Entries with the same n are identical.
 EntryData MakeEntry(uint64_t n, size_t size = 1000);
+
+// Flips bit `bit` (counted from the start) of the file at `path`, in place.
+void FlipBit(const std::string& path, uint64_t bit);
 
 // True if `entry` is exactly MakeEntry(n, size) (blobs and metadata).
 bool MatchesEntry(const Entry& entry, uint64_t n, size_t size = 1000);

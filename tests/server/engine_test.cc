@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <thread>
@@ -12,6 +13,7 @@
 #include "absl/synchronization/barrier.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
+#include "cache/blob_directory.h"
 #include "cache/cache.h"
 #include "server/engine/compile_engine.h"
 #include "tests/support/subprocess.h"
@@ -148,6 +150,54 @@ TEST_F(EngineTest, CompilesThenHitsTheLocalCache) {
   EXPECT_EQ(engine->Get(absent).status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(engine->Lookup("not-a-key").status().code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(EngineTest, AnEntryThatIsNotAKernelIsDroppedAndCompiledAgain) {
+  auto engine = Engine();
+  auto first = engine->Compile(Request());
+  ASSERT_TRUE(first.ok()) << first.status();
+  const cache::Digest key = *cache::Digest::Parse(first->key);
+  // A sound entry (sealed rows, blobs that hash right, a key text that gives
+  // its key) with no binary: nothing can serve it.
+  absl::StatusOr<cache::Entry> stored = cache_->local().Get(key, false);
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  cache::EntryData data{stored->info.metadata, {}};
+  for (const cache::Blob& b : stored->blobs) {
+    if (b.name != kBinaryBlob) data.blobs.push_back(b);
+  }
+  ASSERT_TRUE(cache_->local().Put(key, data).ok());
+
+  auto fresh = Engine();
+  auto again = fresh->Compile(Request());
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->tier, "compiled");
+  EXPECT_EQ(again->binary, first->binary);
+  // And the entry stored in its place is whole again.
+  auto got = fresh->Get(first->key);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->binary, first->binary);
+}
+
+TEST_F(EngineTest, ALookupThatFailsIsAMissNotAnError) {
+  auto engine = Engine();
+  auto first = engine->Compile(Request());
+  ASSERT_TRUE(first.ok()) << first.status();
+  // The binary's blob file is a symlink to itself now: opening it is an I/O
+  // error (ELOOP), not a verdict on the entry, and the store says so.
+  absl::StatusOr<cache::EntryInfo> info =
+      cache_->local().Stat(*cache::Digest::Parse(first->key));
+  ASSERT_TRUE(info.ok());
+  const std::string path =
+      cache::BlobDirectory(dir_.File("cache")).PathOf(info->blobs[0].digest);
+  std::filesystem::remove(path);
+  std::filesystem::create_symlink(path, path);
+  EXPECT_FALSE(absl::IsNotFound(
+      cache_->local().Get(*cache::Digest::Parse(first->key)).status()));
+  auto fresh = Engine();
+  auto again = fresh->Compile(Request());
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->tier, "compiled");
+  EXPECT_EQ(again->binary, first->binary);
 }
 
 TEST_F(EngineTest, SixtyFourConcurrentRequestsCompileOnce) {
