@@ -60,6 +60,11 @@ void AddServerFlags(CLI::App& app, ServerConfig* config) {
                  "DEADLINE_EXCEEDED")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  app.add_option("--failed-compile-ttl", config->failed_compile_ttl_s,
+                 "Seconds a failed compile's error answers requests for the "
+                 "same kernel without compiling it again (0: off)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   app.add_option("--max-request-bytes", config->max_request_bytes,
                  "Largest request accepted, in bytes")
       ->check(CLI::Range(1024, 1 << 30))

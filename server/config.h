@@ -37,6 +37,8 @@ struct ServerConfig {
   int max_queued_compiles = 256;
   // A compile running longer fails with DEADLINE_EXCEEDED.
   double compile_timeout_s = 600;
+  // How long a failed compile's error is served without compiling again.
+  double failed_compile_ttl_s = 10;
   // Largest request message accepted (bytes); larger ones get
   // RESOURCE_EXHAUSTED from gRPC.
   int max_request_bytes = 16 << 20;

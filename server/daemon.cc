@@ -8,6 +8,8 @@
 #include <sys/stat.h>
 
 #include <chrono>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -114,8 +116,23 @@ absl::Status CheckCacheDirectoryIsPrivate(const std::string& dir) {
   return absl::OkStatus();
 }
 
+// A fresh private directory for a temporary cache, in the first of
+// $XDG_RUNTIME_DIR, /dev/shm and /tmp that takes one.
+absl::StatusOr<std::string> MakeTemporaryCacheDirectory() {
+  std::vector<std::string> bases;
+  if (const char* runtime = getenv("XDG_RUNTIME_DIR"); runtime && *runtime) {
+    bases.push_back(runtime);
+  }
+  bases.insert(bases.end(), {"/dev/shm", "/tmp"});
+  for (const std::string& base : bases) {
+    std::string pattern = base + "/kiln-temporary-cache-XXXXXX";
+    if (mkdtemp(pattern.data()) != nullptr) return pattern;
+  }
+  return absl::UnavailableError("no place for a temporary cache");
+}
+
 absl::StatusOr<std::unique_ptr<cache::Cache>> OpenCache(
-    const ServerConfig& config) {
+    const ServerConfig& config, const std::string& dir) {
   cache::CacheOptions options;
   options.local.max_size = static_cast<uint64_t>(config.cache_max_mb) << 20;
   if (!config.redis_url.empty()) {
@@ -133,7 +150,7 @@ absl::StatusOr<std::unique_ptr<cache::Cache>> OpenCache(
     remote.key_namespace = config.redis_namespace;
     options.remote = std::move(remote);
   }
-  return cache::Cache::Open(config.cache_dir, std::move(options));
+  return cache::Cache::Open(dir, std::move(options));
 }
 
 }  // namespace
@@ -175,15 +192,14 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(
     }
     tcp = *parsed;
   }
-  if (absl::Status status = MakeDirectories(config.cache_dir, 0700);
-      !status.ok()) {
-    return status;
-  }
-  if (absl::Status status = CheckCacheDirectoryIsPrivate(config.cache_dir);
-      !status.ok()) {
-    if (!config.allow_shared_cache_dir) return status;
-    spdlog::warn("{} (allowed by --allow-shared-cache-dir)",
-                 std::string(status.message()));
+  const absl::Status cache_dir_made = MakeDirectories(config.cache_dir, 0700);
+  if (cache_dir_made.ok()) {
+    if (absl::Status status = CheckCacheDirectoryIsPrivate(config.cache_dir);
+        !status.ok()) {
+      if (!config.allow_shared_cache_dir) return status;
+      spdlog::warn("{} (allowed by --allow-shared-cache-dir)",
+                   std::string(status.message()));
+    }
   }
 
   std::unique_ptr<Daemon> daemon(new Daemon());
@@ -192,7 +208,23 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(
   if (!claim.ok()) return claim.status();
   daemon->socket_.emplace(*std::move(claim));
 
-  absl::StatusOr<std::unique_ptr<cache::Cache>> cache = OpenCache(config);
+  absl::StatusOr<std::unique_ptr<cache::Cache>> cache =
+      cache_dir_made.ok()
+          ? OpenCache(config, config.cache_dir)
+          : absl::StatusOr<std::unique_ptr<cache::Cache>>(cache_dir_made);
+  if (!cache.ok() && !absl::IsInvalidArgument(cache.status()) &&
+      !absl::IsFailedPrecondition(cache.status())) {
+    // The directory cannot hold a cache (a full or failing disk, a file in
+    // the way): kilnd still serves, from a private temporary cache.
+    absl::StatusOr<std::string> temporary = MakeTemporaryCacheDirectory();
+    if (!temporary.ok()) return cache.status();
+    spdlog::error(
+        "cache directory {} is unusable ({}); serving from a temporary cache "
+        "in {}, deleted when kilnd stops",
+        config.cache_dir, std::string(cache.status().message()), *temporary);
+    daemon->temporary_cache_.path = *temporary;
+    cache = OpenCache(config, *temporary);
+  }
   if (!cache.ok()) return cache.status();
   daemon->cache_ = *std::move(cache);
   CompileEngineOptions engine_options;
@@ -203,6 +235,8 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(
   engine_options.max_queued_compiles = config.max_queued_compiles;
   engine_options.max_ir_bytes = static_cast<size_t>(config.max_request_bytes);
   engine_options.compile_time_limit = absl::Seconds(config.compile_timeout_s);
+  engine_options.failed_compile_ttl =
+      absl::Seconds(config.failed_compile_ttl_s);
   absl::StatusOr<std::unique_ptr<CompileEngine>> engine =
       CompileEngine::Create(daemon->cache_.get(), std::move(engine_options));
   if (!engine.ok()) return engine.status();
@@ -263,6 +297,12 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(
     spdlog::info("listening on {}", address);
   }
   return daemon;
+}
+
+Daemon::TemporaryCache::~TemporaryCache() {
+  if (path.empty()) return;
+  std::error_code ec;
+  std::filesystem::remove_all(path, ec);
 }
 
 void Daemon::Shutdown(absl::Duration grace) {

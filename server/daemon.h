@@ -60,6 +60,12 @@ class Daemon {
   Daemon();
 
   std::optional<UnixSocketClaim> socket_;
+  // The temporary cache directory used when --cache-dir is unusable; deleted
+  // after the cache (members are destroyed bottom-up).
+  struct TemporaryCache {
+    std::string path;
+    ~TemporaryCache();
+  } temporary_cache_;
   // Destroyed bottom-up: the server first, the cache last.
   std::unique_ptr<cache::Cache> cache_;
   std::unique_ptr<CompileEngine> engine_;

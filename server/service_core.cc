@@ -258,6 +258,8 @@ absl::StatusOr<kiln::v1::ListKernelsResponse> ServiceCore::ListKernels(
   if (!entries.ok()) return entries.status();
   kiln::v1::ListKernelsResponse response;
   for (const cache::EntryInfo& info : *entries) {
+    // A damaged entry is never served: listing it would promise a kernel.
+    if (!info.damage.empty()) continue;
     kiln::v1::KernelSummary* out = response.add_kernels();
     out->set_key(info.key.hex());
     out->set_kernel_name(info.metadata.kernel_name);

@@ -231,6 +231,13 @@ absl::StatusOr<KernelHandle> CompileEngine::DoCompile(
     return absl::UnavailableError("compile engine is shutting down");
   }
   ++stats_.misses;
+  if (auto failed = failures_.find(key); failed != failures_.end()) {
+    if (absl::Now() < failed->second.until) {
+      ++stats_.remembered_failures;
+      return failed->second.status;
+    }
+    failures_.erase(failed);
+  }
   std::shared_ptr<Flight> flight;
   auto it = flights_.find(key);
   if (it != flights_.end()) {
@@ -410,6 +417,7 @@ void CompileEngine::RunFlight(std::shared_ptr<Flight> flight) {
     const double ms = absl::ToDoubleMilliseconds(absl::Now() - start);
     if (!compiled.ok()) {
       result = compiled.status();
+      RememberFailure(flight->key, compiled.status());
     } else {
       KernelHandle h;
       h.key = flight->key;
@@ -457,6 +465,32 @@ absl::StatusOr<KernelHandle> CompileEngine::Fetch(const cache::Digest& digest) {
   (void)cache_->Remove(digest);
   return absl::NotFoundError(absl::StrCat(
       "no usable cache entry ", digest.hex(), ": ", handle.status().message()));
+}
+
+void CompileEngine::RememberFailure(const std::string& key,
+                                    const absl::Status& status) {
+  // Only failures the same compile would repeat: not running out of time or
+  // resources, not being cancelled.
+  switch (status.code()) {
+    case absl::StatusCode::kDeadlineExceeded:
+    case absl::StatusCode::kCancelled:
+    case absl::StatusCode::kUnavailable:
+    case absl::StatusCode::kResourceExhausted:
+    case absl::StatusCode::kAborted:
+      return;
+    default:
+      break;
+  }
+  if (options_.failed_compile_ttl <= absl::ZeroDuration()) return;
+  const absl::Time now = absl::Now();
+  absl::MutexLock lock(&mu_);
+  if (failures_.size() >= kMaxRememberedFailures) {
+    // Forget the expired ones; if none were, forget them all.
+    absl::erase_if(failures_,
+                   [&](const auto& kv) { return kv.second.until <= now; });
+    if (failures_.size() >= kMaxRememberedFailures) failures_.clear();
+  }
+  failures_[key] = Failure{status, now + options_.failed_compile_ttl};
 }
 
 void CompileEngine::WarnLookupFailure(std::string_view key,

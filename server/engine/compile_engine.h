@@ -95,6 +95,12 @@ struct CompileEngineOptions {
   // dropped first (0: no memory tier). A memory hit skips parsing the
   // program and reading the cache.
   size_t memory_cache_bytes = 256 << 20;
+  // A compile that failed for a reason that does not go away by itself (an
+  // error in the program, the passes or the toolchain) is remembered this
+  // long: requests for the same key get its error without compiling again
+  // (so 500 clients asking for a broken kernel cost one compile). Zero turns
+  // it off. At most kMaxRememberedFailures are kept.
+  absl::Duration failed_compile_ttl = absl::Seconds(10);
   // The compiler, replaceable for tests; compiler::Compile if empty. It
   // gets the kernel as loaded for the key (parsed and verified once).
   std::function<absl::StatusOr<compiler::CompiledKernel>(
@@ -114,7 +120,11 @@ struct EngineStats {
   int64_t cancelled = 0;              // of which: cancelled by the caller
   int64_t active_compiles = 0;        // queued or running now
   int64_t peak_running_compiles = 0;  // most compiles running at once
+  // Errors answered from a remembered failed compile (failed_compile_ttl).
+  int64_t remembered_failures = 0;
 };
+
+inline constexpr size_t kMaxRememberedFailures = 4096;
 
 class CompileEngine {
  public:
@@ -191,6 +201,9 @@ class CompileEngine {
   // Local tier, then remote if configured. NotFound on a miss.
   absl::StatusOr<KernelHandle> Fetch(const cache::Digest& digest);
   void RunFlight(std::shared_ptr<Flight> flight);
+  // Remembers a failed compile of `key` (see failed_compile_ttl).
+  void RememberFailure(const std::string& key, const absl::Status& status)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Logs a cache lookup that failed for another reason than a miss (at most
   // one line per interval, counting the rest).
   void WarnLookupFailure(std::string_view key, const absl::Status& status);
@@ -222,6 +235,12 @@ class CompileEngine {
   int64_t pending_jobs_ ABSL_GUARDED_BY(mu_) = 0;  // queued + running
   int64_t running_ ABSL_GUARDED_BY(mu_) = 0;
   EngineStats stats_ ABSL_GUARDED_BY(mu_);
+  // Failed compiles by binary key, with when they are forgotten.
+  struct Failure {
+    absl::Status status;
+    absl::Time until;
+  };
+  absl::flat_hash_map<std::string, Failure> failures_ ABSL_GUARDED_BY(mu_);
   std::vector<std::thread> workers_;
   absl::Mutex warn_mu_;
   absl::Time last_lookup_warning_ ABSL_GUARDED_BY(warn_mu_) =

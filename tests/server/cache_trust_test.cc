@@ -116,6 +116,7 @@ class Kilnd {
   std::string Stderr() { return process_ ? process_->process().Stderr() : ""; }
   pid_t pid() { return process_->process().pid(); }
   const std::shared_ptr<grpc::Channel>& channel() const { return channel_; }
+  kiln::v1::Kiln::Stub& stub() { return *stub_; }
 
   void Stop() {
     if (!process_ || !process_->process().running()) return;
@@ -298,12 +299,32 @@ TEST(CacheTrustTest, EditedRowsAreRecompiledAndVerifyReportsThem) {
                    fresh[3].key, "' AND name = 'metadata';"));
   Kilnd kilnd(again);
   ASSERT_TRUE(kilnd.ok());
+  {
+    // Listing over gRPC works, and offers only what can be served.
+    kiln::v1::ListKernelsResponse listed;
+    grpc::ClientContext context;
+    grpc::Status status = kilnd.stub().ListKernels(
+        &context, kiln::v1::ListKernelsRequest(), &listed);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    EXPECT_EQ(listed.kernels_size(), kKernels - 2);
+  }
   for (int n : {2, 3}) {
     kiln::v1::CompileResponse response;
     grpc::Status status = kilnd.Compile(KernelText(n), &response);
     ASSERT_TRUE(status.ok()) << status.error_message();
     EXPECT_EQ(response.tier(), kiln::v1::TIER_COMPILED) << n;
     EXPECT_EQ(response.kernel().binary(), fresh[n].binary);
+  }
+  {
+    // Evict takes a damaged entry too.
+    Sql(again, absl::StrCat("UPDATE entry_blobs SET digest = 'Z' WHERE key = '",
+                            fresh[1].key, "' AND name = 'metadata';"));
+    kiln::v1::EvictRequest request;
+    request.add_keys(fresh[1].key);
+    kiln::v1::EvictResponse evicted;
+    grpc::ClientContext context;
+    grpc::Status status = kilnd.stub().Evict(&context, request, &evicted);
+    EXPECT_TRUE(status.ok()) << status.error_message();
   }
   // `kiln cache rm` removes any entry, damaged or not.
   Sql(again, absl::StrCat("UPDATE entry_blobs SET digest = 'Z' WHERE key = '",
@@ -400,6 +421,30 @@ TEST(CacheTrustTest, ADamagedEntryOnAFullDiskStillCompilesAndServes) {
   EXPECT_FALSE(response.kernel().binary().empty());
   EXPECT_THAT(kilnd.Stderr(), HasSubstr("storing ")) << kilnd.Stderr();
   EXPECT_THAT(kilnd.Stderr(), HasSubstr("failed"));
+}
+
+TEST(CacheTrustTest, AnUnusableCacheDirectoryStillServesFromATemporaryCache) {
+  TempDir tmp;
+  const std::string dir = tmp.File("cache");
+  fs::create_directories(dir + "/" + cache::kIndexFileName);  // in the way
+  std::string temporary;
+  {
+    Kilnd kilnd(dir);
+    ASSERT_TRUE(kilnd.ok());
+    const std::string log = kilnd.Stderr();
+    const size_t at = log.find("temporary cache in ");
+    ASSERT_NE(at, std::string::npos) << log;
+    temporary = log.substr(at + 19, log.find(',', at) - at - 19);
+    EXPECT_TRUE(fs::is_directory(temporary)) << temporary;
+    kiln::v1::CompileResponse response;
+    ASSERT_TRUE(kilnd.Compile(KernelText(0), &response).ok());
+    EXPECT_EQ(response.tier(), kiln::v1::TIER_COMPILED);
+    const std::string binary = response.kernel().binary();
+    ASSERT_TRUE(kilnd.Compile(KernelText(0) + "// again\n", &response).ok());
+    EXPECT_EQ(response.tier(), kiln::v1::TIER_LOCAL);
+    EXPECT_EQ(response.kernel().binary(), binary);
+  }
+  EXPECT_FALSE(fs::exists(temporary)) << "left behind: " << temporary;
 }
 
 TEST(CacheTrustTest, ErrorsEchoAtMostAFewHundredBytesOfTheInput) {

@@ -200,6 +200,54 @@ TEST_F(EngineTest, ALookupThatFailsIsAMissNotAnError) {
   EXPECT_EQ(again->binary, first->binary);
 }
 
+TEST_F(EngineTest, AFailedCompileIsRememberedForAWhile) {
+  std::atomic<int> calls{0};
+  CompileEngineOptions options;
+  options.memory_cache_bytes = 0;
+  options.failed_compile_ttl = absl::Milliseconds(400);
+  options.compile_fn = [&calls](const compiler::LoadedKernel&)
+      -> absl::StatusOr<compiler::CompiledKernel> {
+    ++calls;
+    return absl::InvalidArgumentError("scale.tile:3:7: error: broken");
+  };
+  auto engine = Engine(options);
+  for (int i = 0; i < 50; ++i) {
+    auto r = engine->Compile(Request());
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(r.status().message(), "scale.tile:3:7: error: broken");
+  }
+  EXPECT_EQ(calls.load(), 1);
+  EXPECT_EQ(engine->Stats().remembered_failures, 49);
+  // Another kernel is not affected; after the time to live the same one is
+  // compiled again.
+  EXPECT_FALSE(engine->Compile(Request(128)).ok());
+  EXPECT_EQ(calls.load(), 2);
+  absl::SleepFor(absl::Milliseconds(500));
+  EXPECT_FALSE(engine->Compile(Request()).ok());
+  EXPECT_EQ(calls.load(), 3);
+
+  // Running out of time is not remembered; with the TTL at zero nothing is.
+  std::atomic<int> slow{0};
+  CompileEngineOptions timing_out;
+  timing_out.memory_cache_bytes = 0;
+  timing_out.compile_fn = [&slow](const compiler::LoadedKernel&)
+      -> absl::StatusOr<compiler::CompiledKernel> {
+    ++slow;
+    return absl::DeadlineExceededError("took too long");
+  };
+  auto engine2 = Engine(timing_out);
+  EXPECT_FALSE(engine2->Compile(Request()).ok());
+  EXPECT_FALSE(engine2->Compile(Request()).ok());
+  EXPECT_EQ(slow.load(), 2);
+  options.failed_compile_ttl = absl::ZeroDuration();
+  calls = 0;
+  auto engine3 = Engine(options);
+  EXPECT_FALSE(engine3->Compile(Request()).ok());
+  EXPECT_FALSE(engine3->Compile(Request()).ok());
+  EXPECT_EQ(calls.load(), 2);
+}
+
 TEST_F(EngineTest, SixtyFourConcurrentRequestsCompileOnce) {
   std::atomic<int> calls{0};
   CompileEngineOptions options;
