@@ -40,7 +40,10 @@ std::string PrintPlan(const KernelPlan& p) {
   if (!l.multicast_tile.empty()) {
     StrAppend(&s, " (multicast ", l.multicast_tile, ")");
   }
-  StrAppend(&s, "\n  min blocks/SM   ", l.min_blocks, "\n");
+  StrAppend(&s, "\n  min blocks/SM   ",
+            l.min_blocks > 0 ? StrCat(l.min_blocks)
+                             : std::string("none (memory-bound: occupancy)"),
+            "\n");
   for (const LoopFacts& f : p.loops) {
     // (Bounds are facts, not text: two spellings of one bound print the
     // same.)

@@ -50,7 +50,8 @@ struct LaunchPlan {
   // Blocks per cluster along x (2: a pair sharing `multicast_tile`'s loads).
   int cluster_x = 1;
   std::string multicast_tile;
-  // __launch_bounds__' minimum blocks per multiprocessor.
+  // __launch_bounds__' minimum blocks per multiprocessor; 0: none given
+  // (memory-bound kernels: ptxas chooses registers for occupancy).
   int min_blocks = 1;
 };
 

@@ -939,7 +939,7 @@ absl::StatusOr<KernelSource> Emitter::Run() {
   src += "\n";
   for (const auto& [name, def] : wgmma_instrs_) src += def + "\n";
   const std::string bounds =
-      dialect_.launch_bounds_min_blocks
+      dialect_.launch_bounds_min_blocks && kp_.launch.min_blocks > 0
           ? StrCat(out.launch_threads, ", ", kp_.launch.min_blocks)
           : StrCat(out.launch_threads);
   src += StrCat("extern \"C\" __global__ void __launch_bounds__(", bounds,
