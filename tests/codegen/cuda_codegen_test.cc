@@ -326,8 +326,9 @@ TEST(CudaCodegenTest, BlocksWhoseLoopsGrowWithXStartLongestFirst) {
 // O /= logsum in attention's epilogue: an f32 division of register
 // fragment elements by their row's value is a multiplication by the row's
 // correctly rounded reciprocal (within 1 ulp), computed once per row. A
-// division by a value that is not a register row vector's (softmax's row
-// sum over a tile held row-major, a constant) stays a division.
+// division by a value that is not an accumulator row vector's (softmax's row
+// sum, held in the row registers of thread-owned chunks; a constant) stays
+// a division.
 TEST(CudaCodegenTest, DivisionByARowValueInARegisterFragmentIsByItsReciprocal) {
   if (!HaveNvrtc()) GTEST_SKIP() << "NVRTC is not installed on this host";
   const std::string dir = KILN_CORPUS_DIR;
@@ -350,7 +351,8 @@ TEST(CudaCodegenTest, DivisionByARowValueInARegisterFragmentIsByItsReciprocal) {
         Compile(ReadFile(std::filesystem::path(dir) / "softmax.tile"), o);
     ASSERT_TRUE(sm.ok()) << sm.status();
     EXPECT_THAT(sm->device_source, Not(HasSubstr("rcp_rn")));
-    EXPECT_THAT(sm->device_source, HasSubstr(") / row_sum[(i2)])"));
+    EXPECT_THAT(sm->device_source,
+                HasSubstr(") / row_sum[row_sum_L::slot(kiln_q"));
   }
 }
 

@@ -373,7 +373,52 @@ TEST(OwnedFragmentTest, ElementWiseFragmentsLiveInRegisters) {
               "registers, thread-owned chunks of 8 columns over 128 threads, "
               "8 per thread");
     EXPECT_EQ(Layout(*plan, "ys"), Layout(*plan, "xs"));
-    // The reduction's destination is read elsewhere: shared.
+    // The reduction's destination: the row registers of the same chunks.
+    EXPECT_EQ(Layout(*plan, "s"),
+              "registers, rows of thread-owned chunks of 8 columns over 128 "
+              "threads, 1 per thread (32 lanes per row)");
+  }
+}
+
+TEST(OwnedFragmentTest, RowVectorsOfOwnedFragmentsLiveInTheirRowsLanes) {
+  // A softmax step: the rows' max and sum in registers, read by the
+  // element-wise parallels, updated by a row parallel.
+  const std::string rows = RowKernel(
+      "  alloc fragment m: f32[4]\n"
+      "  copy X[bx * 4:+4, 0:+256] -> xs\n"
+      "  reduce.max xs -> m, dim=1\n"
+      "  parallel (r) in (4) {\n"
+      "    m[r] = m[r] * 0.5\n"
+      "  }\n"
+      "  parallel (i, j) in (4, 256) {\n"
+      "    xs[i, j] = exp(xs[i, j] - m[i])\n"
+      "  }\n"
+      "  reduce.sum xs -> s, dim=1\n"
+      "  parallel (i2, j2) in (4, 256) {\n"
+      "    xs[i2, j2] = xs[i2, j2] / s[i2]\n"
+      "  }\n"
+      "  copy xs -> Y[bx * 4:+4, 0:+256]\n");
+  for (const char* target : kTargets) {
+    SCOPED_TRACE(target);
+    auto plan = PlanOf(rows, target);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    EXPECT_THAT(Layout(*plan, "m"),
+                ::testing::StartsWith("registers, rows of thread-owned"));
+    EXPECT_EQ(Layout(*plan, "s"), Layout(*plan, "m"));
+  }
+  // Copied out, read outside a parallel, or by a row parallel that stores
+  // to memory: shared memory as before.
+  for (const std::string& use : {std::string("  copy s -> Z[bx * 4:+4, 0]\n"),
+                                 std::string("  fill ys, s[0]\n"),
+                                 std::string("  parallel (r) in (4) {\n"
+                                             "    Z[bx * 4 + r, 0] = s[r]\n"
+                                             "  }\n")}) {
+    SCOPED_TRACE(use);
+    auto plan = PlanOf(RowKernel("  copy X[bx * 4:+4, 0:+256] -> xs\n"
+                                 "  reduce.sum xs -> s, dim=1\n" +
+                                 use),
+                       "sm_90a");
+    ASSERT_TRUE(plan.ok()) << plan.status();
     EXPECT_EQ(Layout(*plan, "s"), "shared (fragment)");
   }
 }

@@ -349,6 +349,13 @@ std::map<std::string, std::string> FragmentPlan::Describe() const {
                                r.regs(), " per thread");
     } else if (auto pk = packed.find(name); pk != packed.end()) {
       out[name] = StrCat("registers, mma A operands packed from ", pk->second);
+    } else if (auto rt = rows.find(name);
+               rt != rows.end() && rt->second.owned()) {
+      const RowFragment& r = rt->second;
+      out[name] =
+          StrCat("registers, rows of thread-owned chunks of ", r.own_vec,
+                 " columns over ", r.own_threads, " threads, ", r.regs(),
+                 " per thread (", r.own_lanes(), " lanes per row)");
     } else if (auto rt = rows.find(name); rt != rows.end()) {
       out[name] = StrCat(
           "registers, rows of the ", rt->second.warpgroup ? "wgmma" : "mma",
@@ -579,6 +586,8 @@ FragmentPlan PlanFragments(const Kernel& k, int64_t threads,
   for (const std::string& t : plan.wgmma_tiles) plan.swizzled.erase(t);
   // 7. Thread-owned fragments.
   PlanOwned(k, threads, kMaxOwnedTotal, &plan);
+  // 8. Their row vectors.
+  PlanOwnedRows(k, dialect.wave_size, &plan);
   return plan;
 }
 

@@ -35,6 +35,11 @@
 //    thread owning chunks of `vec` adjacent columns (kiln::OwnLayout), so
 //    element-wise and memory-bound kernels run without shared memory or
 //    barriers and copy whole chunks with vector loads and stores.
+// 8. Their row vectors (owned_rows.cc): a rank-1 f32 fragment met only by
+//    fills, row reductions of thread-owned fragments, `parallel`s over its
+//    rows (storing only into such vectors) and reads inside the owned
+//    fragments' `parallel`s is held in registers by the lanes of each row
+//    (kiln::OwnRowLayout), its reductions ending in a butterfly.
 // Register counts and the warp grid follow the dialect's accumulator tile
 // (16 x 8 per mma.sync, 16 x 16 per MFMA) and wave size (32, 64).
 #ifndef KILN_COMPILER_CODEGEN_GPU_FRAGMENT_PLAN_H_
@@ -103,12 +108,27 @@ struct RegisterFragment {
 // A 1-D fragment indexed by the rows of register accumulators: each thread
 // holds the rows it owns in the accumulator layout (kiln::RowLayout), the
 // lanes of a row group holding the same values.
+// Or (`owned`) indexed by the rows of thread-owned fragments of one layout
+// (OwnedFragment): register k of a thread holds the row of its chunk k
+// (kiln::OwnRowLayout), the lanes whose chunks share a row holding the same
+// value (owned_rows.cc).
 struct RowFragment {
   int64_t m = 0;
   int warps_m = 1, warps_n = 1;
   int tile_m = 16, rows_per_lane = 2;
   bool warpgroup = false;  // rows of a wgmma accumulator (kiln::WgRowLayout)
-  int64_t regs() const { return m / warps_m / tile_m * rows_per_lane; }
+  // Rows of thread-owned fragments: their layout (cols > 0).
+  int64_t own_cols = 0, own_threads = 0;
+  int own_vec = 0;
+  // A row's lanes span several waves: reductions meet in the scratch.
+  bool own_across_waves = false;
+  bool owned() const { return own_cols > 0; }
+  // Lanes holding one row (owned rows): the chunks of a row.
+  int64_t own_lanes() const { return own_cols / own_vec; }
+  int64_t regs() const {
+    return owned() ? m * own_cols / own_threads / own_vec
+                   : m / warps_m / tile_m * rows_per_lane;
+  }
 };
 
 // A fragment in registers owned chunk-wise by the threads: chunk g of
@@ -155,6 +175,10 @@ FragmentPlan PlanFragments(const Kernel& kernel, int64_t threads,
 // (owned_fragments.cc); `budget` registers per thread at most in all.
 void PlanOwned(const Kernel& kernel, int64_t threads, int64_t budget,
                FragmentPlan* plan);
+
+// Step 8: row vectors of the thread-owned fragments held in registers
+// (owned_rows.cc), for a dialect whose waves have `wave` lanes.
+void PlanOwnedRows(const Kernel& kernel, int64_t wave, FragmentPlan* plan);
 
 // Whether an M x N accumulator with K-deep steps fits wgmma over
 // `threads` / 128 warpgroups stacked along M (64-row tiles each, N <= 256),

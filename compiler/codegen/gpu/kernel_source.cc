@@ -27,6 +27,11 @@ absl::StatusOr<std::string> Emitter::Offset(const Buf& b,
     if (var && !reg_q_.empty() && idx[0].name == reg_vars_[0]) {
       return reg_layout_ + "::row_reg(" + reg_q_ + ")";
     }
+    if (var && b.row->owned() && !own_q_.empty() && !own_vars_.empty() &&
+        idx[0].name == own_vars_[0]) {
+      // Inside a parallel over the owned fragment of these rows.
+      return b.layout + "::slot(" + own_q_ + ")";
+    }
     return absl::InternalError("row fragment " + b.code +
                                " accessed outside its own rows");
   }
@@ -593,7 +598,11 @@ absl::Status Emitter::EmitAlloc(const AllocStmt& a) {
   if (auto it = plan_.rows.find(a.name); it != plan_.rows.end()) {
     b.row = &it->second;
     b.layout = b.code + "_L";
-    if (b.row->warpgroup) {
+    if (b.row->owned()) {
+      Line(StrCat("typedef kiln::OwnRowLayout<", b.row->m, ", ",
+                  b.row->own_cols, ", ", b.row->own_threads, ", ",
+                  b.row->own_vec, "> ", b.layout, ";"));
+    } else if (b.row->warpgroup) {
       Line(StrCat("typedef kiln::WgRowLayout<", b.row->m, ", ", b.row->warps_m,
                   "> ", b.layout, ";"));
     } else {

@@ -78,8 +78,12 @@ void PlanLaunch(const Kernel& k, const GpuDialect& dialect, KernelPlan* plan) {
   // ptxas is not told that one block per multiprocessor will do (it would
   // spend registers on that: softmax f16 16k x 4k on the H200, 64 registers
   // and 0.33x copy bandwidth with a minimum of 1, 40 and 0.37x without).
+  bool accumulator_rows = false;
+  for (const auto& [name, r] : plan->fragments.rows) {
+    accumulator_rows |= !r.owned();
+  }
   if (dialect.launch_bounds_min_blocks && plan->fragments.registers.empty() &&
-      plan->fragments.rows.empty() && plan->fragments.packed.empty() &&
+      !accumulator_rows && plan->fragments.packed.empty() &&
       plan->fragments.wgmma_tiles.empty()) {
     l.min_blocks = 0;
   }

@@ -171,6 +171,100 @@ absl::Status Emitter::EmitReduce(const ReduceStmt& r, const Loc& loc) {
     return absl::OkStatus();
   }
 
+  // Opens a loop over a thread-owned source's chunks (variable `c`) that
+  // combines each chunk's elements into kiln_v; the caller adds what is
+  // done with kiln_v and closes the loop.
+  auto open_chunk_partials = [&](const Buf& ob, const std::string& c,
+                                 const std::string& u) -> absl::Status {
+    const OwnedFragment& of = *ob.own;
+    Line("#pragma unroll");
+    Open(StrCat("for (int ", c, " = 0; ", c, " < ", of.regs() / of.vec, "; ++",
+                c, ")"));
+    Line(acc_type + " kiln_v = " + init + ";");
+    Line("#pragma unroll");
+    Open(StrCat("for (int ", u, " = 0; ", u, " < ", of.vec, "; ++", u, ")"));
+    KILN_GPU_RETURN_IF_ERROR(
+        AtOwned(ob, StrCat(c, " * ", of.vec), u,
+                [&](const std::vector<Expr>& e) -> absl::Status {
+                  auto v = LoadValue(src->name, src->Indices(e, false));
+                  if (!v.ok()) return v.status();
+                  Line("kiln_v = " + op_name + "()(kiln_v, (" + acc_type + ")" +
+                       element(*v) + ");");
+                  return absl::OkStatus();
+                }));
+    Close();
+    return absl::OkStatus();
+  };
+
+  if (src->buf->own && dst->buf->row && dst->buf->row->owned()) {
+    // Into the row registers of the same layout (owned_rows.cc): each thread
+    // combines each of its chunks, then the lanes of the chunk's row combine
+    // theirs with a butterfly, within a wave, and across the waves of a row
+    // through the scratch; every lane of the row ends with the row's value.
+    const Buf& ob = *src->buf;
+    const OwnedFragment& of = *ob.own;
+    const RowFragment& rf = *dst->buf->row;
+    const int64_t wave = dialect_.wave_size;
+    const int64_t lanes = rf.own_lanes();
+    const int64_t waves_per_row = rf.own_across_waves ? lanes / wave : 1;
+    const int id = uid_++;
+    const std::string c = StrCat("kiln_c", id), u = StrCat("kiln_u", id);
+    const std::string part = StrCat("kiln_part", id);
+    const std::string rowv = StrCat("kiln_row", id);
+    vars_[u] = {u, Type::Int()};
+    vars_[rowv] = {rowv, Type::Int()};
+    Open("");
+    Line(StrCat(acc_type, " ", part, "[", rf.regs(), "];"));
+    KILN_GPU_RETURN_IF_ERROR(open_chunk_partials(ob, c, u));
+    Line(StrCat(part, "[", c, "] = kiln::group_reduce<",
+                std::min<int64_t>(lanes, wave), ">(kiln_v, ", op_name, "());"));
+    Close();
+    if (waves_per_row > 1) {
+      // One partial per wave of a row; every lane reads its row's.
+      Line(StrCat(acc_type, "* const kiln_scr = reinterpret_cast<", acc_type,
+                  "*>(kiln_smem + ", scratch_offset_, ");"));
+      Line("#pragma unroll");
+      Open(StrCat("for (int ", c, " = 0; ", c, " < ", rf.regs(), "; ++", c,
+                  ")"));
+      Line(StrCat("if (threadIdx.x % ", wave, " == 0) kiln_scr[(", c, " * ",
+                  of.threads, " + (int)threadIdx.x) / ", wave, "] = ", part,
+                  "[", c, "];"));
+      Close();
+      Barrier();
+      Line("#pragma unroll");
+      Open(StrCat("for (int ", c, " = 0; ", c, " < ", rf.regs(), "; ++", c,
+                  ")"));
+      Line(StrCat("const int kiln_first = ((", c, " * ", of.threads,
+                  " + (int)threadIdx.x) / ", lanes, ") * ", waves_per_row,
+                  ";"));
+      Line(StrCat(acc_type, " kiln_v = ", init, ";"));
+      Line(StrCat("for (int kiln_w = 0; kiln_w < ", waves_per_row,
+                  "; ++kiln_w) kiln_v = ", op_name, "()(kiln_v, kiln_scr[",
+                  "kiln_first + kiln_w]);"));
+      Line(StrCat(part, "[", c, "] = kiln_v;"));
+      Close();
+      Barrier();
+    }
+    // The row registers take the combined partials.
+    Line("#pragma unroll");
+    Open(StrCat("for (int ", c, " = 0; ", c, " < ", rf.regs(), "; ++", c, ")"));
+    Line(StrCat("const long long ", rowv, " = ", dst->buf->layout, "::row(", c,
+                ");"));
+    {
+      std::string saved_q = row_q_, saved_var = row_var_;
+      row_q_ = c;
+      row_var_ = rowv;
+      absl::Status st = finish(dst->Indices({Expr::Var(rowv)}, false),
+                               StrCat(part, "[", c, "]"));
+      row_q_ = saved_q;
+      row_var_ = saved_var;
+      KILN_GPU_RETURN_IF_ERROR(st);
+    }
+    Close();
+    Close();
+    return absl::OkStatus();
+  }
+
   if (src->buf->own) {
     // A thread-owned fragment along its columns: each thread combines each
     // of its chunks (one row's columns), the lanes of a warp whose chunks
@@ -189,22 +283,7 @@ absl::Status Emitter::EmitReduce(const ReduceStmt& r, const Loc& loc) {
     Open("");
     Line(StrCat(acc_type, "* const kiln_scr = reinterpret_cast<", acc_type,
                 "*>(kiln_smem + ", scratch_offset_, ");"));
-    Line("#pragma unroll");
-    Open(StrCat("for (int ", c, " = 0; ", c, " < ", of.regs() / of.vec, "; ++",
-                c, ")"));
-    Line(acc_type + " kiln_v = " + init + ";");
-    Line("#pragma unroll");
-    Open(StrCat("for (int ", u, " = 0; ", u, " < ", of.vec, "; ++", u, ")"));
-    KILN_GPU_RETURN_IF_ERROR(
-        AtOwned(ob, StrCat(c, " * ", of.vec), u,
-                [&](const std::vector<Expr>& e) -> absl::Status {
-                  auto v = LoadValue(src->name, src->Indices(e, false));
-                  if (!v.ok()) return v.status();
-                  Line("kiln_v = " + op_name + "()(kiln_v, (" + acc_type + ")" +
-                       element(*v) + ");");
-                  return absl::OkStatus();
-                }));
-    Close();
+    KILN_GPU_RETURN_IF_ERROR(open_chunk_partials(ob, c, u));
     if (by_warp) {
       Line("kiln_v = kiln::warp_reduce(kiln_v, " + op_name + "());");
       Line(StrCat("if (threadIdx.x % ", wave, " == 0) kiln_scr[(", c, " * ",

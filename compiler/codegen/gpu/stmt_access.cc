@@ -39,8 +39,13 @@ void StmtAccesses(const Stmt& s, const FragmentPlan& fragments,
           rd(n.dst.name);
           wr(n.dst.name);
           auto f = fragments.registers.find(n.src.name);
+          // Into owned rows within a wave, lanes combine by shuffles alone.
+          auto row = fragments.rows.find(n.dst.name);
+          const bool in_lanes = row != fragments.rows.end() &&
+                                row->second.owned() &&
+                                !row->second.own_across_waves;
           if ((f != fragments.registers.end() && f->second.warps_n > 1) ||
-              fragments.owned.count(n.src.name)) {
+              (fragments.owned.count(n.src.name) && !in_lanes)) {
             r->insert("kiln_scratch");
             w->insert("kiln_scratch");
           }

@@ -712,8 +712,15 @@ absl::Status Emitter::EmitParallel(const ParallelStmt& p, const Loc& loc) {
   auto hoisted = HoistElementComparisons(p, ext);
   if (!hoisted.ok()) return hoisted.status();
   const Block* body = &hoisted->body;
+  // Rows of thread-owned fragments are read by a parallel over those
+  // fragments' elements like the elements themselves (owned_rows.cc).
+  const bool owned_rows = row_buf && row_buf->row->owned();
+  if (owned_rows && !own_buf && stores_memory) {
+    return absl::InternalError(
+        "a parallel over rows of owned fragments stores to memory");
+  }
   auto loop = [&]() -> absl::Status {
-    if (own_buf && !reg_buf && !row_buf) {
+    if (own_buf && !reg_buf && (!row_buf || owned_rows)) {
       // Over the thread-owned fragments' elements (one layout for all:
       // fragment_plan.h); element accesses name the parallel variables.
       return ForOwned(*own_buf, [&](const std::vector<Expr>& ivs) {

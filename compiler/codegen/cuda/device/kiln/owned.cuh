@@ -25,6 +25,19 @@ struct OwnLayout {
   __device__ __forceinline__ static int col(int q) { return elem(q) % COLS; }
 };
 
+// The rows of an OwnLayout<ROWS, COLS, THREADS, VEC> fragment as a row
+// vector in registers: register k of a thread holds the row of its chunk k
+// (every lane whose chunk lies in that row holds the same value).
+template <int ROWS, int COLS, int THREADS, int VEC>
+struct OwnRowLayout {
+  static constexpr int kRegs = ROWS * COLS / THREADS / VEC;
+  __device__ __forceinline__ static int row(int k) {
+    return ((k * THREADS + static_cast<int>(threadIdx.x)) * VEC) / COLS;
+  }
+  // The register holding the row of owned register q.
+  __device__ __forceinline__ static int slot(int q) { return q / VEC; }
+};
+
 // Copies N elements of type T between a register array (aligned to 16
 // bytes) and memory aligned to their whole size when that is 4, 8 or 16
 // bytes, or a multiple of 16, in as few accesses: a chunk's load

@@ -35,6 +35,16 @@ __device__ __forceinline__ T warp_reduce(T v, Op op) {
   }
   return v;
 }
+// Over the aligned groups of N lanes (N a power of two up to 32); every lane
+// of a group gets its group's result.
+template <int N, typename Op, typename T>
+__device__ __forceinline__ T group_reduce(T v, Op op) {
+#pragma unroll
+  for (int off = N / 2; off > 0; off /= 2) {
+    v = op(v, __shfl_xor_sync(0xffffffffu, v, off));
+  }
+  return v;
+}
 template <typename Op, typename T>
 __device__ __forceinline__ T quad_reduce(T v, Op op) {
   v = op(v, __shfl_xor_sync(0xffffffffu, v, 1));

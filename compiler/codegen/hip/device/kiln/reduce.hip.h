@@ -43,6 +43,12 @@ template <typename Op, typename T>
 __device__ inline T warp_reduce(T v, Op op) {
   return butterfly<64>(v, op);
 }
+// Over the aligned groups of N lanes (N a power of two up to 64); every lane
+// of a group gets its group's result.
+template <int N, typename Op, typename T>
+__device__ inline T group_reduce(T v, Op op) {
+  return butterfly<N>(v, op);
+}
 template <typename Op, typename T>
 __device__ inline T row_group_reduce(T v, Op op) {
   return butterfly<16>(v, op);
