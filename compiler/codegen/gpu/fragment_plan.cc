@@ -378,6 +378,38 @@ std::map<std::string, std::string> FragmentPlan::Describe() const {
   return out;
 }
 
+void WalkControlFlow(const Block& b,
+                     const std::function<void(const Expr&)>& outside,
+                     const std::function<void(const std::string&)>& stored,
+                     const std::function<void(const Stmt&)>& tile_op) {
+  for (const Stmt& s : b) {
+    std::visit(
+        [&](const auto& n) {
+          using T = std::decay_t<decltype(n)>;
+          if constexpr (std::is_same_v<T, LetStmt>) {
+            outside(n.value);
+          } else if constexpr (std::is_same_v<T, StoreStmt>) {
+            stored(n.name);
+            for (const Expr& i : n.indices) outside(i);
+            outside(n.value);
+          } else if constexpr (std::is_same_v<T, IfStmt>) {
+            outside(n.cond);
+            WalkControlFlow(n.then_body, outside, stored, tile_op);
+            WalkControlFlow(n.else_body, outside, stored, tile_op);
+          } else if constexpr (std::is_same_v<T, ForStmt>) {
+            if (n.start) outside(*n.start);
+            outside(n.stop);
+            WalkControlFlow(n.body, outside, stored, tile_op);
+          } else if constexpr (std::is_same_v<T, RasterizeStmt>) {
+            outside(n.panel);
+          } else {
+            tile_op(s);
+          }
+        },
+        s.node);
+  }
+}
+
 FragmentPlan PlanFragments(const Kernel& k, int64_t threads,
                            const GpuDialect& dialect) {
   FragmentPlan plan;

@@ -46,6 +46,7 @@
 #define KILN_COMPILER_CODEGEN_GPU_FRAGMENT_PLAN_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -175,6 +176,18 @@ FragmentPlan PlanFragments(const Kernel& kernel, int64_t threads,
 // (owned_fragments.cc); `budget` registers per thread at most in all.
 void PlanOwned(const Kernel& kernel, int64_t threads, int64_t budget,
                FragmentPlan* plan);
+
+// The control flow around tile statements, for the plan steps that scan a
+// kernel (owned_fragments.cc, owned_rows.cc): walks `b` and the bodies of
+// its `if`s and `for`s, hands `outside` every expression read outside a
+// tile op (lets, conditions, bounds, element stores' indices and values,
+// rasterize panels), `stored` the name of every element stored outside a
+// `parallel`, and `tile_op` every other statement (copies, fills,
+// reductions, gemms, parallels, ...).
+void WalkControlFlow(const Block& b,
+                     const std::function<void(const Expr&)>& outside,
+                     const std::function<void(const std::string&)>& stored,
+                     const std::function<void(const Stmt&)>& tile_op);
 
 // Step 8: row vectors of the thread-owned fragments held in registers
 // (owned_rows.cc), for a dialect whose waves have `wave` lanes.

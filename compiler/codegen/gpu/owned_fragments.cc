@@ -157,59 +157,48 @@ struct Scan {
   }
 
   void Stmts(const Block& b) {
-    for (const Stmt& s : b) {
-      std::visit(
-          [&](const auto& n) {
-            using T = std::decay_t<decltype(n)>;
-            if constexpr (std::is_same_v<T, CopyStmt>) {
-              Copy(n);
-            } else if constexpr (std::is_same_v<T, FillStmt>) {
-              RegionLoads(n.dst, [&](const Expr& l) { Outside(l); });
-              Outside(n.value);
-              if (IsCand(n.dst.name) && !Whole(n.dst)) {
-                bad.insert(n.dst.name);
-              }
-            } else if constexpr (std::is_same_v<T, ReduceStmt>) {
-              RegionLoads(n.src, [&](const Expr& l) { Outside(l); });
-              RegionLoads(n.dst, [&](const Expr& l) { Outside(l); });
-              if (IsCand(n.dst.name)) bad.insert(n.dst.name);
-              if (IsCand(n.src.name)) {
-                const TileInfo* t = Tile(n.src.name);
-                if (!Whole(n.src) || t->dims.size() != 2 || n.dim != 1 ||
-                    !Whole(n.dst) || InRegisters(n.dst.name)) {
+    WalkControlFlow(
+        b, [&](const Expr& e) { Outside(e); },
+        [&](const std::string& name) {
+          if (IsCand(name)) bad.insert(name);
+        },
+        [&](const Stmt& s) {
+          std::visit(
+              [&](const auto& n) {
+                using T = std::decay_t<decltype(n)>;
+                if constexpr (std::is_same_v<T, CopyStmt>) {
+                  Copy(n);
+                } else if constexpr (std::is_same_v<T, FillStmt>) {
+                  RegionLoads(n.dst, [&](const Expr& l) { Outside(l); });
+                  Outside(n.value);
+                  if (IsCand(n.dst.name) && !Whole(n.dst)) {
+                    bad.insert(n.dst.name);
+                  }
+                } else if constexpr (std::is_same_v<T, ReduceStmt>) {
+                  RegionLoads(n.src, [&](const Expr& l) { Outside(l); });
+                  RegionLoads(n.dst, [&](const Expr& l) { Outside(l); });
+                  if (IsCand(n.dst.name)) bad.insert(n.dst.name);
+                  if (IsCand(n.src.name)) {
+                    const TileInfo* t = Tile(n.src.name);
+                    if (!Whole(n.src) || t->dims.size() != 2 || n.dim != 1 ||
+                        !Whole(n.dst) || InRegisters(n.dst.name)) {
+                      bad.insert(n.src.name);
+                    }
+                  }
+                } else if constexpr (std::is_same_v<T, GemmStmt>) {
+                  bad.insert(n.a.name);
+                  bad.insert(n.b.name);
+                  bad.insert(n.c.name);
+                } else if constexpr (std::is_same_v<T, CumsumStmt> ||
+                                     std::is_same_v<T, AtomicAddStmt>) {
                   bad.insert(n.src.name);
+                  bad.insert(n.dst.name);
+                } else if constexpr (std::is_same_v<T, ParallelStmt>) {
+                  Parallel(n);
                 }
-              }
-            } else if constexpr (std::is_same_v<T, GemmStmt>) {
-              bad.insert(n.a.name);
-              bad.insert(n.b.name);
-              bad.insert(n.c.name);
-            } else if constexpr (std::is_same_v<T, CumsumStmt> ||
-                                 std::is_same_v<T, AtomicAddStmt>) {
-              bad.insert(n.src.name);
-              bad.insert(n.dst.name);
-            } else if constexpr (std::is_same_v<T, ParallelStmt>) {
-              Parallel(n);
-            } else if constexpr (std::is_same_v<T, LetStmt>) {
-              Outside(n.value);
-            } else if constexpr (std::is_same_v<T, StoreStmt>) {
-              if (IsCand(n.name)) bad.insert(n.name);
-              for (const Expr& i : n.indices) Outside(i);
-              Outside(n.value);
-            } else if constexpr (std::is_same_v<T, IfStmt>) {
-              Outside(n.cond);
-              Stmts(n.then_body);
-              Stmts(n.else_body);
-            } else if constexpr (std::is_same_v<T, ForStmt>) {
-              if (n.start) Outside(*n.start);
-              Outside(n.stop);
-              Stmts(n.body);
-            } else if constexpr (std::is_same_v<T, RasterizeStmt>) {
-              Outside(n.panel);
-            }
-          },
-          s.node);
-    }
+              },
+              s.node);
+        });
   }
 };
 

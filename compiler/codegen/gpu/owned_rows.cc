@@ -154,68 +154,57 @@ struct Scan {
   }
 
   void Stmts(const Block& b) {
-    for (const Stmt& s : b) {
-      std::visit(
-          [&](const auto& n) {
-            using T = std::decay_t<decltype(n)>;
-            if constexpr (std::is_same_v<T, FillStmt>) {
-              Outside(n.value);
-              for (const Slice& sl : n.dst.slices) {
-                if (sl.kind != Slice::Kind::kFull) bad.insert(n.dst.name);
-              }
-            } else if constexpr (std::is_same_v<T, ReduceStmt>) {
-              OutsideRegion(n.src);
-              if (cand.count(n.dst.name)) {
-                const OwnedFragment* o = Owned(n.src.name);
-                bool whole = true;
-                for (const Slice& sl : n.src.slices) {
-                  whole = whole && sl.kind == Slice::Kind::kFull;
+    WalkControlFlow(
+        b, [&](const Expr& e) { Outside(e); },
+        [&](const std::string& name) {
+          if (cand.count(name)) bad.insert(name);
+        },
+        [&](const Stmt& s) {
+          std::visit(
+              [&](const auto& n) {
+                using T = std::decay_t<decltype(n)>;
+                if constexpr (std::is_same_v<T, FillStmt>) {
+                  Outside(n.value);
+                  for (const Slice& sl : n.dst.slices) {
+                    if (sl.kind != Slice::Kind::kFull) bad.insert(n.dst.name);
+                  }
+                } else if constexpr (std::is_same_v<T, ReduceStmt>) {
+                  OutsideRegion(n.src);
+                  if (cand.count(n.dst.name)) {
+                    const OwnedFragment* o = Owned(n.src.name);
+                    bool whole = true;
+                    for (const Slice& sl : n.src.slices) {
+                      whole = whole && sl.kind == Slice::Kind::kFull;
+                    }
+                    for (const Slice& sl : n.dst.slices) {
+                      whole = whole && sl.kind == Slice::Kind::kFull;
+                    }
+                    for (const Slice& sl : n.dst.slices) {
+                      if (sl.kind != Slice::Kind::kFull) Outside(sl.start);
+                    }
+                    if (o == nullptr || !whole || n.dim != 1) {
+                      bad.insert(n.dst.name);
+                    } else {
+                      Layout(n.dst.name, *o);
+                    }
+                  }
+                } else if constexpr (std::is_same_v<T, ParallelStmt>) {
+                  Parallel(n);
+                } else if constexpr (std::is_same_v<T, CopyStmt>) {
+                  OutsideRegion(n.src);
+                  OutsideRegion(n.dst);
+                } else if constexpr (std::is_same_v<T, GemmStmt>) {
+                  OutsideRegion(n.a);
+                  OutsideRegion(n.b);
+                  OutsideRegion(n.c);
+                } else if constexpr (std::is_same_v<T, CumsumStmt> ||
+                                     std::is_same_v<T, AtomicAddStmt>) {
+                  OutsideRegion(n.src);
+                  OutsideRegion(n.dst);
                 }
-                for (const Slice& sl : n.dst.slices) {
-                  whole = whole && sl.kind == Slice::Kind::kFull;
-                }
-                for (const Slice& sl : n.dst.slices) {
-                  if (sl.kind != Slice::Kind::kFull) Outside(sl.start);
-                }
-                if (o == nullptr || !whole || n.dim != 1) {
-                  bad.insert(n.dst.name);
-                } else {
-                  Layout(n.dst.name, *o);
-                }
-              }
-            } else if constexpr (std::is_same_v<T, ParallelStmt>) {
-              Parallel(n);
-            } else if constexpr (std::is_same_v<T, CopyStmt>) {
-              OutsideRegion(n.src);
-              OutsideRegion(n.dst);
-            } else if constexpr (std::is_same_v<T, GemmStmt>) {
-              OutsideRegion(n.a);
-              OutsideRegion(n.b);
-              OutsideRegion(n.c);
-            } else if constexpr (std::is_same_v<T, CumsumStmt> ||
-                                 std::is_same_v<T, AtomicAddStmt>) {
-              OutsideRegion(n.src);
-              OutsideRegion(n.dst);
-            } else if constexpr (std::is_same_v<T, LetStmt>) {
-              Outside(n.value);
-            } else if constexpr (std::is_same_v<T, StoreStmt>) {
-              if (cand.count(n.name)) bad.insert(n.name);
-              for (const Expr& i : n.indices) Outside(i);
-              Outside(n.value);
-            } else if constexpr (std::is_same_v<T, IfStmt>) {
-              Outside(n.cond);
-              Stmts(n.then_body);
-              Stmts(n.else_body);
-            } else if constexpr (std::is_same_v<T, ForStmt>) {
-              if (n.start) Outside(*n.start);
-              Outside(n.stop);
-              Stmts(n.body);
-            } else if constexpr (std::is_same_v<T, RasterizeStmt>) {
-              Outside(n.panel);
-            }
-          },
-          s.node);
-    }
+              },
+              s.node);
+        });
   }
 };
 
