@@ -21,8 +21,6 @@ constexpr absl::Duration kCounterFlushInterval = absl::Seconds(10);
 // Hits update times and counters only if the write lock is free this soon.
 constexpr absl::Duration kBestEffortBusy = absl::Milliseconds(5);
 constexpr int kPutAttempts = 4;
-// Failed puts are logged at most this often.
-constexpr absl::Duration kPutWarningInterval = absl::Seconds(30);
 
 // Opens the index, lets SQLite check its structure and migrates it. DataLoss
 // when the file is damaged.
@@ -205,22 +203,11 @@ absl::Status LocalStore::Put(const Digest& key, const EntryData& data) {
   absl::Status status = Store(key, data);
   if (status.ok()) return status;
   // A full or failing disk shows here first; say so, but not for every put.
-  const absl::Time now = Now();
-  int64_t suppressed = -1;
-  {
-    absl::MutexLock lock(&counters_mu_);
-    if (now - last_put_warning_ >= kPutWarningInterval) {
-      last_put_warning_ = now;
-      suppressed = std::exchange(suppressed_put_warnings_, 0);
-    } else {
-      ++suppressed_put_warnings_;
-    }
-  }
-  if (suppressed >= 0) {
+  if (std::optional<int64_t> held_back = put_warnings_.Admit(Now())) {
     spdlog::warn(
         "cache {}: storing {} failed: {}{}", dir_, key.hex(), status.ToString(),
-        suppressed > 0
-            ? absl::StrCat(" (and ", suppressed, " more failed puts before it)")
+        *held_back > 0
+            ? absl::StrCat(" (and ", *held_back, " more failed puts before it)")
             : "");
   }
   return status;

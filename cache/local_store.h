@@ -34,6 +34,7 @@
 #include "cache/blob_directory.h"
 #include "cache/digest.h"
 #include "cache/entry.h"
+#include "cache/log_throttle.h"
 #include "cache/sqlite_db.h"
 
 namespace kiln::cache {
@@ -252,9 +253,8 @@ class LocalStore {
   absl::Mutex counters_mu_;
   std::map<std::string, int64_t> counters_ ABSL_GUARDED_BY(counters_mu_);
   absl::Time last_flush_ ABSL_GUARDED_BY(counters_mu_);
-  absl::Time last_put_warning_ ABSL_GUARDED_BY(counters_mu_) =
-      absl::InfinitePast();
-  int64_t suppressed_put_warnings_ ABSL_GUARDED_BY(counters_mu_) = 0;
+  // Failed puts are logged at most every 30 s.
+  LogThrottle put_warnings_{absl::Seconds(30)};
   absl::Mutex repair_mu_;  // one repair at a time
   absl::Mutex evict_mu_;   // one evicting thread per process is enough
   absl::Time last_age_check_ ABSL_GUARDED_BY(evict_mu_);

@@ -49,9 +49,6 @@ namespace {
 // must not grow it without bound.
 constexpr size_t kMaxMemoEntries = 1 << 16;
 
-// Cache lookup failures are reported at most this often.
-constexpr absl::Duration kLookupWarningInterval = absl::Seconds(30);
-
 // How often a waiting request polls its `cancelled` callback.
 constexpr absl::Duration kCancelPoll = absl::Milliseconds(20);
 
@@ -495,20 +492,11 @@ void CompileEngine::RememberFailure(const std::string& key,
 
 void CompileEngine::WarnLookupFailure(std::string_view key,
                                       const absl::Status& status) {
-  const absl::Time now = absl::Now();
-  int64_t suppressed;
-  {
-    absl::MutexLock lock(&warn_mu_);
-    if (now - last_lookup_warning_ < kLookupWarningInterval) {
-      ++suppressed_lookup_warnings_;
-      return;
-    }
-    last_lookup_warning_ = now;
-    suppressed = std::exchange(suppressed_lookup_warnings_, 0);
-  }
+  std::optional<int64_t> held_back = lookup_warnings_.Admit(absl::Now());
+  if (!held_back) return;
   spdlog::warn("cache lookup of {} failed ({}); compiling instead{}",
                std::string(key.substr(0, 64)), status.ToString(),
-               suppressed > 0 ? absl::StrCat(" (", suppressed,
+               *held_back > 0 ? absl::StrCat(" (", *held_back,
                                              " more such failures before it)")
                               : "");
 }

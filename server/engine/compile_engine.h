@@ -34,6 +34,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "cache/cache.h"
+#include "cache/log_throttle.h"
 #include "compiler/compile.h"
 
 namespace kiln::server {
@@ -242,10 +243,8 @@ class CompileEngine {
   };
   absl::flat_hash_map<std::string, Failure> failures_ ABSL_GUARDED_BY(mu_);
   std::vector<std::thread> workers_;
-  absl::Mutex warn_mu_;
-  absl::Time last_lookup_warning_ ABSL_GUARDED_BY(warn_mu_) =
-      absl::InfinitePast();
-  int64_t suppressed_lookup_warnings_ ABSL_GUARDED_BY(warn_mu_) = 0;
+  // Cache lookup failures are logged at most every 30 s.
+  cache::LogThrottle lookup_warnings_{absl::Seconds(30)};
 };
 
 }  // namespace kiln::server
