@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <ctime>
 
@@ -203,7 +204,9 @@ absl::StatusOr<RedisStorage::Reply> RedisStorage::CommandOn(
     if (timeout) return absl::DeadlineExceededError(message);
     // An idle connection may have been closed by a server restart or an
     // idle timeout; that says nothing about the server now. Retry once on
-    // a fresh connection (every command we send is idempotent).
+    // a fresh connection. Every command we send may run twice: GET, SET and
+    // DEL are idempotent, and the lease commands read a second run's answer
+    // right (SetIfAbsent sees its own value; ReplaceIf a replaced value).
     if (reused) return CommandOn(node, asking, argv);
     return absl::UnavailableError(message);
   }
@@ -262,6 +265,60 @@ absl::Status RedisStorage::Put(absl::string_view key, absl::string_view value) {
 
 absl::Status RedisStorage::Remove(absl::string_view key) {
   return Command({"DEL", key}).status();
+}
+
+namespace {
+
+std::string Milliseconds(absl::Duration ttl) {
+  return absl::StrCat(std::max<int64_t>(1, absl::ToInt64Milliseconds(ttl)));
+}
+
+// KEYS[1] = the key; ARGV = expected, new value ("" deletes), expiry in ms.
+constexpr char kReplaceIfScript[] =
+    "if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end "
+    "if ARGV[2] == '' then redis.call('DEL', KEYS[1]) "
+    "else redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3]) end "
+    "return 1";
+
+}  // namespace
+
+absl::StatusOr<bool> RedisStorage::SetIfAbsent(absl::string_view key,
+                                               absl::string_view value,
+                                               absl::Duration ttl,
+                                               std::string* holder) {
+  const std::string ms = Milliseconds(ttl);
+  CACHE_ASSIGN_OR_RETURN(Reply set,
+                         Command({"SET", key, value, "NX", "PX", ms}));
+  if (set.type == REDIS_REPLY_STATUS) return true;  // "OK"
+  if (set.type != REDIS_REPLY_NIL) {
+    return absl::UnavailableError(
+        absl::StrCat(url_.Redacted(), ": unexpected reply type to SET NX"));
+  }
+  CACHE_ASSIGN_OR_RETURN(std::optional<std::string> current, Get(key));
+  if (!current.has_value()) {
+    // Expired between the two commands: try once more.
+    CACHE_ASSIGN_OR_RETURN(Reply again,
+                           Command({"SET", key, value, "NX", "PX", ms}));
+    if (again.type == REDIS_REPLY_STATUS) return true;
+    CACHE_ASSIGN_OR_RETURN(current, Get(key));
+  }
+  if (current.has_value() && *current == value) return true;
+  if (holder != nullptr) *holder = current.value_or("");
+  return false;
+}
+
+absl::StatusOr<bool> RedisStorage::ReplaceIf(absl::string_view key,
+                                             absl::string_view expected,
+                                             absl::string_view value,
+                                             absl::Duration ttl) {
+  const std::string ms = Milliseconds(ttl);
+  CACHE_ASSIGN_OR_RETURN(Reply reply, Command({"EVAL", kReplaceIfScript, "1",
+                                               key, expected, value, ms}));
+  if (reply.type != REDIS_REPLY_INTEGER) {
+    return absl::UnavailableError(
+        absl::StrCat(url_.Redacted(), ": unexpected reply type to EVAL"));
+  }
+  return reply.integer == 1;
 }
 
 }  // namespace kiln::cache

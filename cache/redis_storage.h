@@ -32,6 +32,13 @@ class RedisStorage : public RemoteStorage {
       absl::string_view key) override;
   absl::Status Put(absl::string_view key, absl::string_view value) override;
   absl::Status Remove(absl::string_view key) override;
+  absl::StatusOr<bool> SetIfAbsent(absl::string_view key,
+                                   absl::string_view value, absl::Duration ttl,
+                                   std::string* holder) override;
+  absl::StatusOr<bool> ReplaceIf(absl::string_view key,
+                                 absl::string_view expected,
+                                 absl::string_view value,
+                                 absl::Duration ttl) override;
   std::string Describe() const override { return url_.Redacted(); }
 
  private:

@@ -8,6 +8,21 @@
 
 namespace kiln::cache {
 
+absl::StatusOr<bool> RemoteStorage::SetIfAbsent(absl::string_view,
+                                                absl::string_view,
+                                                absl::Duration, std::string*) {
+  return absl::UnimplementedError(
+      absl::StrCat(Describe(), " has no conditional set"));
+}
+
+absl::StatusOr<bool> RemoteStorage::ReplaceIf(absl::string_view,
+                                              absl::string_view,
+                                              absl::string_view,
+                                              absl::Duration) {
+  return absl::UnimplementedError(
+      absl::StrCat(Describe(), " has no conditional replace"));
+}
+
 absl::StatusOr<std::unique_ptr<RemoteStorage>> CreateRemoteStorage(
     absl::string_view url, const RemoteStorageOptions& options) {
   if (absl::StartsWith(url, "redis://") ||

@@ -40,6 +40,26 @@ class RemoteStorage {
   // Deletes `key`; absent is fine. Same errors as Get.
   virtual absl::Status Remove(absl::string_view key) = 0;
 
+  // The two atomic operations of compile leases (RemoteTier::AcquireLease).
+  // A backend without them answers Unimplemented, and every host then
+  // compiles its own misses.
+  //
+  // Sets `key` to `value`, expiring after `ttl`, only if `key` is absent.
+  // True if it is now `value` (set by this call, or already holding exactly
+  // `value`); false if it holds another value, which goes to `holder` when
+  // that is not null. Same errors as Get.
+  virtual absl::StatusOr<bool> SetIfAbsent(absl::string_view key,
+                                           absl::string_view value,
+                                           absl::Duration ttl,
+                                           std::string* holder);
+  // Only if `key` holds `expected`: replaces it with `value` expiring after
+  // `ttl`, or deletes it when `value` is empty. True if it held `expected`.
+  // Same errors as Get.
+  virtual absl::StatusOr<bool> ReplaceIf(absl::string_view key,
+                                         absl::string_view expected,
+                                         absl::string_view value,
+                                         absl::Duration ttl);
+
   // Where this backend points, safe for logs (no secrets).
   virtual std::string Describe() const = 0;
 };

@@ -54,6 +54,8 @@ inline constexpr char kRemoteSkipped[] = "remote_skipped";
 inline constexpr char kRemoteRejected[] = "remote_rejected";
 inline constexpr char kRemotePuts[] = "remote_puts";
 inline constexpr char kRemotePutsDropped[] = "remote_puts_dropped";
+inline constexpr char kRemoteLeases[] = "remote_leases";
+inline constexpr char kRemoteLeasesLost[] = "remote_leases_lost";
 
 class RemoteTier {
  public:
@@ -81,6 +83,38 @@ class RemoteTier {
   void Put(const Digest& key, RemoteEntry entry);
   void Remove(const Digest& key);
 
+  // Compile leases: cluster single-flight. Before compiling a miss, a
+  // daemon takes the lease of its key (a Redis key beside the entry's,
+  // holding `token`, expiring after `ttl` unless renewed); the daemons that
+  // find it taken wait for the entry instead of compiling it again, and take
+  // over when the holder dies (its lease expires). The holder releases the
+  // lease after its put of the entry has been sent, or replaces it with the
+  // compile's error (signed, like entries) for the failed-compile time, so
+  // the waiters get the error rather than compiling the same failure.
+  enum class LeaseState {
+    kAcquired,     // this token holds it now
+    kHeld,         // another daemon's token holds it
+    kFailed,       // a compile of the key failed lately; see `failure`
+    kUnavailable,  // no backend support, an error, a cooldown: compile here
+  };
+  struct Lease {
+    LeaseState state = LeaseState::kUnavailable;
+    absl::Status failure;  // kFailed: the compile's error
+  };
+  Lease AcquireLease(const Digest& key, absl::string_view token,
+                     absl::Duration ttl);
+  // Extends a held lease; false if it is no longer held by `token` (it
+  // expired and another daemon took it) or the backend failed.
+  bool RenewLease(const Digest& key, absl::string_view token,
+                  absl::Duration ttl);
+  // Queue the end of a held lease behind every queued operation, so that
+  // waiters see the entry before they see the lease gone; with a failure,
+  // the lease is replaced by that error for `failure_ttl` (zero: released).
+  void ReleaseLease(const Digest& key, absl::string_view token);
+  void ReleaseLeaseWithFailure(const Digest& key, absl::string_view token,
+                               const absl::Status& failure,
+                               absl::Duration failure_ttl);
+
   // Blocks until the queue is empty and nothing is in flight.
   void Flush();
 
@@ -94,10 +128,23 @@ class RemoteTier {
              HmacSha256 mac, CounterSink sink);
 
   struct Job {
+    enum class Kind { kPut, kRemove, kEndLease };
+    Kind kind = Kind::kPut;
     Digest key;
-    std::optional<RemoteEntry> entry;  // nullopt: remove
+    std::optional<RemoteEntry> entry;  // kPut
     uint64_t bytes = 0;
+    // kEndLease: the token, and the value replacing it ("" deletes it).
+    std::string token;
+    std::string replacement;
+    absl::Duration replacement_ttl;
   };
+  std::string LeaseKey(const Digest& key) const;
+  std::string FailureValue(const std::string& lease_key,
+                           const absl::Status& failure) const;
+  // The failure a lease value records, if it is a correctly signed one.
+  std::optional<absl::Status> ParseFailure(const std::string& lease_key,
+                                           absl::string_view value) const;
+  void RunJob(Job& job);
   void Count(const char* name, int64_t delta = 1);
   bool Available();  // false (and counted) during a cooldown
   void Failed(const absl::Status& status, absl::string_view what);

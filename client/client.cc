@@ -36,6 +36,21 @@ absl::string_view UnixPath(absl::string_view target) {
 
 }  // namespace
 
+std::string TierName(kiln::v1::Tier tier) {
+  switch (tier) {
+    case kiln::v1::TIER_MEMORY:
+      return "memory";
+    case kiln::v1::TIER_LOCAL:
+      return "local";
+    case kiln::v1::TIER_REMOTE:
+      return "remote";
+    case kiln::v1::TIER_COMPILED:
+      return "compiled";
+    default:
+      return "";
+  }
+}
+
 absl::StatusOr<std::string> ToGrpcTarget(absl::string_view address) {
   if (address.empty()) return proto::DefaultAddress();
   if (address.front() == '/') return absl::StrCat("unix:", address);
@@ -192,21 +207,6 @@ absl::StatusOr<Kernel> LoadHandle(kiln::v1::KernelHandle* handle,
   parts.tier = std::move(tier);
   parts.compile_ms = compile_ms;
   return Kernel::Load(std::move(parts));
-}
-
-std::string TierName(kiln::v1::Tier tier) {
-  switch (tier) {
-    case kiln::v1::TIER_MEMORY:
-      return "memory";
-    case kiln::v1::TIER_LOCAL:
-      return "local";
-    case kiln::v1::TIER_REMOTE:
-      return "remote";
-    case kiln::v1::TIER_COMPILED:
-      return "compiled";
-    default:
-      return "";
-  }
 }
 
 }  // namespace

@@ -62,6 +62,10 @@ struct KernelRequest {
   absl::Duration timeout = absl::InfiniteDuration();
 };
 
+// The name of a tier, as Kernel::tier() gives it: "memory", "local",
+// "remote", "compiled"; "" for an unknown one.
+std::string TierName(kiln::v1::Tier tier);
+
 // The transport under a Client: gRPC to a daemon, or the service in process.
 class Transport;
 

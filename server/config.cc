@@ -84,6 +84,13 @@ void AddServerFlags(CLI::App& app, ServerConfig* config) {
   app.add_option("--redis-namespace", config->redis_namespace,
                  "Prefix of this cluster's keys in Redis")
       ->capture_default_str();
+  app.add_option("--redis-compile-lease", config->redis_compile_lease_s,
+                 "Seconds a compile lease in Redis lasts unrenewed: a miss is "
+                 "compiled once in the cluster, and a daemon that dies "
+                 "mid-compile is taken over after this long (0: every daemon "
+                 "compiles its own misses)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   app.add_option("--cache-dir", config->cache_dir,
                  "Directory of the kernel cache (created)")
       ->capture_default_str();

@@ -51,6 +51,10 @@ struct ServerConfig {
   std::string redis_url;
   std::string redis_secret_file;
   std::string redis_namespace = "kiln";
+  // Cluster single-flight over the shared tier: seconds a compile lease
+  // lasts unrenewed (how long the cluster waits for a daemon that died
+  // mid-compile); 0 turns it off.
+  double redis_compile_lease_s = 10;
   // Where the cache lives (default: cache/cache_dir.h).
   std::string cache_dir;
   // Use a cache directory that other users can write to (refused otherwise:

@@ -237,6 +237,8 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(
   engine_options.compile_time_limit = absl::Seconds(config.compile_timeout_s);
   engine_options.failed_compile_ttl =
       absl::Seconds(config.failed_compile_ttl_s);
+  engine_options.cluster_lease_ttl =
+      absl::Seconds(config.redis_compile_lease_s);
   absl::StatusOr<std::unique_ptr<CompileEngine>> engine =
       CompileEngine::Create(daemon->cache_.get(), std::move(engine_options));
   if (!engine.ok()) return engine.status();

@@ -236,6 +236,11 @@ absl::StatusOr<kiln::v1::StatsResponse> ServiceCore::Stats() {
   response.set_deadline_exceeded(e.deadline_exceeded);
   response.set_active_compiles(e.active_compiles);
   response.set_peak_running_compiles(e.peak_running_compiles);
+  response.set_remembered_failures(e.remembered_failures);
+  response.set_cluster_waits(e.cluster_waits);
+  response.set_cluster_served(e.cluster_served);
+  response.set_cluster_failures(e.cluster_failures);
+  response.set_cluster_takeovers(e.cluster_takeovers);
   absl::StatusOr<cache::StoreStats> c = engine_->CacheStats();
   if (!c.ok()) return c.status();
   response.set_cache_entries(c->entries);

@@ -373,13 +373,15 @@ constexpr char kSecretHelp[] =
     "File holding the secret that signs bundles (at least 16 characters; "
     "the cluster's Redis secret will do)";
 
-void RegisterExport(CLI::App* group) {
+void RegisterExport(CLI::App* group, ManifestResolver resolver) {
   struct Args {
     Common common;
     kc::EntryFilter filter;
     std::string out;
     std::vector<std::string> keys;
     std::string keys_file;
+    std::string manifest;
+    std::string manifest_target;
     std::string secret_file;
   };
   auto args = std::make_shared<Args>();
@@ -392,9 +394,16 @@ void RegisterExport(CLI::App* group) {
   cmd->add_option("--key", args->keys, "Only these keys (repeatable)");
   cmd->add_option("--keys-file", args->keys_file,
                   "Only the keys listed in this file, one per line");
+  cmd->add_option("--manifest", args->manifest,
+                  "Only the kernels and tuning results this prewarm manifest "
+                  "resolves to (what `kiln prewarm` made); those not cached "
+                  "are listed");
+  cmd->add_option("--target", args->manifest_target,
+                  "With --manifest: the target of every kernel, replacing "
+                  "the manifest's");
   cmd->add_option("--secret-file", args->secret_file, kSecretHelp);
   AddCommon(cmd, &args->common, true);
-  cmd->callback([args] {
+  cmd->callback([args, resolver] {
     std::vector<std::string> keys = args->keys;
     if (!args->keys_file.empty()) {
       std::ifstream in(args->keys_file);
@@ -411,6 +420,25 @@ void RegisterExport(CLI::App* group) {
     std::unique_ptr<kc::HmacSha256> secret =
         ReadSecret("export", args->secret_file);
     auto store = OpenStore("export", args->common, false);
+    std::vector<std::string> missing;
+    if (!args->manifest.empty()) {
+      if (!resolver) {
+        Fail("export", absl::UnimplementedError(
+                           "--manifest needs the full kiln CLI (this build "
+                           "has no compiler)"));
+      }
+      absl::StatusOr<std::vector<kc::Digest>> resolved =
+          resolver(args->manifest, args->manifest_target, *store, &missing);
+      if (!resolved.ok()) Fail("export", resolved.status());
+      if (resolved->empty()) {
+        Fail("export", absl::NotFoundError(absl::StrCat(
+                           "none of the kernels of ", args->manifest,
+                           " is in the cache (run kiln prewarm ",
+                           args->manifest, " first)")));
+      }
+      args->filter.keys.insert(args->filter.keys.end(), resolved->begin(),
+                               resolved->end());
+    }
     kc::BundleOptions options;
     options.secret = secret.get();
     absl::StatusOr<kc::ExportReport> report =
@@ -426,6 +454,9 @@ void RegisterExport(CLI::App* group) {
               << "\n";
     for (const kc::Digest& k : report->skipped) {
       std::cout << "skipped " << k.hex() << ": failed verification\n";
+    }
+    for (const std::string& m : missing) {
+      std::cout << "not cached: " << m << "\n";
     }
   });
 }
@@ -482,7 +513,7 @@ void RegisterImport(CLI::App* group) {
 
 }  // namespace
 
-void RegisterCacheCommands(CLI::App& app) {
+void RegisterCacheCommands(CLI::App& app, ManifestResolver resolver) {
   CLI::App* group = app.add_subcommand(
       "cache", "Inspect and maintain the local kernel cache");
   group->require_subcommand(1);
@@ -492,7 +523,7 @@ void RegisterCacheCommands(CLI::App& app) {
   RegisterVerify(group);
   RegisterRm(group);
   RegisterGc(group);
-  RegisterExport(group);
+  RegisterExport(group, std::move(resolver));
   RegisterImport(group);
 }
 

@@ -9,7 +9,14 @@
 #ifndef KILN_CLIENT_CLI_COMMANDS_H_
 #define KILN_CLIENT_CLI_COMMANDS_H_
 
+#include <functional>
+#include <string>
+#include <vector>
+
 #include "CLI/CLI.hpp"
+#include "absl/status/statusor.h"
+#include "cache/digest.h"
+#include "cache/local_store.h"
 
 namespace kiln::cli {
 
@@ -26,7 +33,17 @@ void RegisterIrCommands(CLI::App& app);
 
 // `kiln status`: is a daemon running, and what can it do (status_command.cc).
 void RegisterStatusCommand(CLI::App& app);
-void RegisterCacheCommands(CLI::App& app);  // `kiln cache`: cache_commands.cc
+// The cache keys a prewarm manifest resolves to in a store (manifest.h's
+// LoadManifest and ManifestKeys), for `kiln cache export --manifest`; a
+// parameter so that the cache commands build without the compiler.
+using ManifestResolver =
+    std::function<absl::StatusOr<std::vector<cache::Digest>>(
+        const std::string& manifest, const std::string& target,
+        cache::LocalStore& store, std::vector<std::string>* missing)>;
+
+// `kiln cache`: cache_commands.cc. Without a resolver, export --manifest
+// says it is not available.
+void RegisterCacheCommands(CLI::App& app, ManifestResolver resolver = nullptr);
 // `kiln cache explain FILE`: hit or miss, and why (explain_command.cc); added
 // to the `kiln cache` group.
 void RegisterCacheExplain(CLI::App* cache_group);
@@ -36,6 +53,13 @@ void RegisterCompileCommand(CLI::App& app);
 
 // `kiln tune FILE --shape ...`: autotune one kernel (tune_command.cc).
 void RegisterTuneCommand(CLI::App& app);
+
+// `kiln prewarm MANIFEST`: compile and tune a manifest's kernels
+// (prewarm_command.cc).
+void RegisterPrewarmCommand(CLI::App& app);
+
+// The resolver of `kiln cache export --manifest` (manifest.cc).
+ManifestResolver ManifestKeyResolver();
 
 }  // namespace kiln::cli
 

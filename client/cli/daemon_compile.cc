@@ -6,7 +6,9 @@
 #include <iomanip>
 #include <iostream>
 
+#include "absl/strings/str_cat.h"
 #include "client/cli/commands.h"
+#include "client/embedded.h"
 #include "proto/default_address.h"
 
 namespace kiln::cli {
@@ -41,6 +43,25 @@ std::unique_ptr<client::Client> DaemonForCompile(const std::string& address) {
     Exit(kExitFailure);
   }
   return nullptr;  // a stale socket: compile in process
+}
+
+std::unique_ptr<client::Client> DaemonOrInProcess(const std::string& command,
+                                                  const std::string& address,
+                                                  bool local,
+                                                  std::string* via) {
+  std::unique_ptr<client::Client> client;
+  if (!local) client = DaemonForCompile(address);
+  if (client != nullptr) {
+    *via = absl::StrCat("kilnd at ", client->target());
+    return client;
+  }
+  absl::StatusOr<std::unique_ptr<client::Client>> embedded = client::Embedded();
+  if (!embedded.ok()) {
+    std::cerr << command << ": error: " << embedded.status().message() << "\n";
+    Exit(kExitFailure);
+  }
+  *via = "this process";
+  return *std::move(embedded);
 }
 
 void CompileThroughDaemon(client::Client& daemon, const std::string& text,

@@ -20,6 +20,14 @@ void PrintIndented(const std::string& text);
 // there within half a second, else nullptr (compile in process).
 std::unique_ptr<client::Client> DaemonForCompile(const std::string& address);
 
+// The client a command works through: the daemon as DaemonForCompile finds
+// it (unless `local`), else the service in this process. `via` gets "kilnd
+// at ADDR" or "this process". Exits 1, naming `command` ("kiln tune"), when
+// neither can be had.
+std::unique_ptr<client::Client> DaemonOrInProcess(const std::string& command,
+                                                  const std::string& address,
+                                                  bool local, std::string* via);
+
 // Compiles `text` through `daemon`, prints the summary (or the metadata
 // with `emit_metadata`), writes the binary to `output` if not empty. Exits
 // 1 with the daemon's message on failure.

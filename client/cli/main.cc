@@ -11,10 +11,11 @@ int main(int argc, char** argv) {
 
   kiln::cli::RegisterIrCommands(app);
   kiln::cli::RegisterStatusCommand(app);
-  kiln::cli::RegisterCacheCommands(app);
+  kiln::cli::RegisterCacheCommands(app, kiln::cli::ManifestKeyResolver());
   kiln::cli::RegisterCacheExplain(app.get_subcommand("cache"));
   kiln::cli::RegisterCompileCommand(app);
   kiln::cli::RegisterTuneCommand(app);
+  kiln::cli::RegisterPrewarmCommand(app);
   // More command groups register here, one line each.
 
   try {

@@ -47,6 +47,13 @@ void PrintStats(const kiln::v1::StatsResponse& stats) {
             << " from memory), " << stats.misses() << " misses, "
             << stats.compiles() << " compiles, " << stats.errors()
             << " errors, " << stats.active_compiles() << " compiling now\n";
+  if (stats.cluster_waits() > 0) {
+    std::cout << "cluster: " << stats.cluster_waits()
+              << " waits for another daemon's compile: "
+              << stats.cluster_served() << " served by it, "
+              << stats.cluster_failures() << " failed there, "
+              << stats.cluster_takeovers() << " taken over\n";
+  }
 }
 
 }  // namespace

@@ -113,20 +113,9 @@ void Run(const TuneArgs& args) {
   options->set_time_limit_per_candidate_s(args.time_limit_s);
   options->set_force(args.force);
 
-  std::unique_ptr<client::Client> client;
-  if (!args.local) client = DaemonForCompile(args.daemon);
-  std::string via = client != nullptr
-                        ? absl::StrCat("kilnd at ", client->target())
-                        : "this process";
-  if (client == nullptr) {
-    absl::StatusOr<std::unique_ptr<client::Client>> embedded =
-        client::Embedded();
-    if (!embedded.ok()) {
-      std::cerr << "kiln tune: error: " << embedded.status().message() << "\n";
-      Exit(kExitFailure);
-    }
-    client = *std::move(embedded);
-  }
+  std::string via;
+  std::unique_ptr<client::Client> client =
+      DaemonOrInProcess("kiln tune", args.daemon, args.local, &via);
   const absl::Time start = absl::Now();
   absl::StatusOr<kiln::v1::AutotuneResult> result;
   {

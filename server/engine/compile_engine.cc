@@ -1,7 +1,10 @@
 #include "server/engine/compile_engine.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <list>
+#include <random>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -18,6 +21,15 @@ struct CompileEngine::Flight {
   absl::Time limit;               // compile_time_limit after it was queued
   int waiters = 0;                // requests waiting for it
   bool started = false;
+  // Cluster single-flight (guarded by the engine's mu_): the token this
+  // flight takes its lease with, whether it holds it (and when it was last
+  // renewed), whether it waited for another daemon, and whether it compiles
+  // without a lease (no remote tier support, or shutting down).
+  std::string lease_token;
+  bool holds_lease = false;
+  absl::Time renewed;
+  bool waited = false;
+  bool no_lease = false;
   bool done = false;
   absl::StatusOr<KernelHandle> result = absl::UnknownError("not finished");
 };
@@ -51,6 +63,32 @@ constexpr size_t kMaxMemoEntries = 1 << 16;
 
 // How often a waiting request polls its `cancelled` callback.
 constexpr absl::Duration kCancelPoll = absl::Milliseconds(20);
+
+// Whether the same compile would fail again the same way: not running out
+// of time or resources, not being cancelled.
+bool IsLastingFailure(const absl::Status& status) {
+  switch (status.code()) {
+    case absl::StatusCode::kOk:
+    case absl::StatusCode::kDeadlineExceeded:
+    case absl::StatusCode::kCancelled:
+    case absl::StatusCode::kUnavailable:
+    case absl::StatusCode::kResourceExhausted:
+    case absl::StatusCode::kAborted:
+      return false;
+    default:
+      return true;
+  }
+}
+
+// "<host>:<pid>:<random>:": unique to this engine in the cluster.
+std::string LeaseOwner() {
+  char host[256] = {};
+  if (gethostname(host, sizeof(host) - 1) != 0) host[0] = '\0';
+  std::random_device random;
+  const uint64_t nonce = (uint64_t{random()} << 32) ^ random();
+  return absl::StrCat(host[0] != '\0' ? host : "host", ":", getpid(), ":",
+                      absl::Hex(nonce, absl::kZeroPad16), ":");
+}
 
 compiler::CompileOptions ToCompileOptions(const CompileRequest& request) {
   compiler::CompileOptions copts;
@@ -129,6 +167,11 @@ CompileEngine::CompileEngine(cache::Cache* cache, CompileEngineOptions options)
   for (int i = 0; i < options_.worker_threads; ++i) {
     workers_.emplace_back([this] { WorkerLoop(); });
   }
+  if (cache_->remote() != nullptr &&
+      options_.cluster_lease_ttl > absl::ZeroDuration()) {
+    lease_owner_ = LeaseOwner();
+    cluster_thread_ = std::thread([this] { ClusterLoop(); });
+  }
 }
 
 CompileEngine::~CompileEngine() { Shutdown(); }
@@ -144,9 +187,11 @@ void CompileEngine::Shutdown() {
              ABSL_NO_THREAD_SAFETY_ANALYSIS { return e->pending_jobs_ == 0; },
         this));
     stopped_ = true;
+    cluster_stop_ = true;
   }
   for (std::thread& t : workers_) t.join();
   workers_.clear();
+  if (cluster_thread_.joinable()) cluster_thread_.join();
 }
 
 EngineStats CompileEngine::Stats() const {
@@ -275,11 +320,7 @@ absl::StatusOr<KernelHandle> CompileEngine::DoCompile(
   if (!flight->done && cancelled) {
     if (flight->waiters == 0 && !flight->started) {
       // Nobody wants it any more and no worker has it: drop it.
-      auto pos = std::find(queue_.begin(), queue_.end(), flight);
-      if (pos != queue_.end()) {
-        queue_.erase(pos);
-        --pending_jobs_;
-      }
+      Unqueue(flight);
       Finish(flight, absl::CancelledError("compile cancelled"));
     }
     return absl::CancelledError(absl::StrCat(
@@ -367,6 +408,20 @@ void CompileEngine::Finish(const std::shared_ptr<Flight>& flight,
   if (it != flights_.end() && it->second == flight) flights_.erase(it);
 }
 
+bool CompileEngine::Unqueue(const std::shared_ptr<Flight>& flight) {
+  if (auto pos = std::find(queue_.begin(), queue_.end(), flight);
+      pos != queue_.end()) {
+    queue_.erase(pos);
+  } else if (auto parked = std::find(parked_.begin(), parked_.end(), flight);
+             parked != parked_.end()) {
+    parked_.erase(parked);
+  } else {
+    return false;
+  }
+  --pending_jobs_;
+  return true;
+}
+
 void CompileEngine::WorkerLoop() {
   while (true) {
     std::shared_ptr<Flight> flight;
@@ -385,28 +440,208 @@ void CompileEngine::WorkerLoop() {
       stats_.peak_running_compiles =
           std::max(stats_.peak_running_compiles, running_);
     }
-    RunFlight(flight);
+    const bool parked = RunFlight(flight);
     absl::MutexLock lock(&mu_);
     --running_;
-    --pending_jobs_;
+    if (!parked) --pending_jobs_;  // a parked flight is still pending
   }
 }
 
-void CompileEngine::RunFlight(std::shared_ptr<Flight> flight) {
+CompileEngine::LeaseStep CompileEngine::TakeLease(
+    const std::shared_ptr<Flight>& flight) {
+  cache::RemoteTier* remote = cache_->remote();
+  std::string token;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!cluster_thread_.joinable() || flight->no_lease ||
+        flight->holds_lease) {
+      return LeaseStep::kCompile;
+    }
+    if (flight->lease_token.empty()) {
+      flight->lease_token = absl::StrCat(lease_owner_, ++lease_serial_);
+    }
+    token = flight->lease_token;
+  }
+  const cache::RemoteTier::Lease lease =
+      remote->AcquireLease(flight->digest, token, options_.cluster_lease_ttl);
+  absl::MutexLock lock(&mu_);
+  switch (lease.state) {
+    case cache::RemoteTier::LeaseState::kAcquired:
+      flight->holds_lease = true;
+      flight->renewed = absl::Now();
+      leased_.push_back(flight);
+      return LeaseStep::kCompile;
+    case cache::RemoteTier::LeaseState::kHeld:
+      // Another daemon compiles it: wait for its entry (ClusterLoop), and
+      // let this worker compile something else meanwhile.
+      flight->started = false;
+      flight->waited = true;
+      parked_.push_back(flight);
+      ++stats_.cluster_waits;
+      return LeaseStep::kParked;
+    case cache::RemoteTier::LeaseState::kFailed:
+      ++stats_.cluster_failures;
+      Finish(flight, lease.failure);
+      return LeaseStep::kFinished;
+    case cache::RemoteTier::LeaseState::kUnavailable:
+      flight->no_lease = true;
+      return LeaseStep::kCompile;
+  }
+  return LeaseStep::kCompile;
+}
+
+void CompileEngine::EndLease(const std::shared_ptr<Flight>& flight,
+                             const absl::Status& status) {
+  std::string token;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!flight->holds_lease) return;
+    flight->holds_lease = false;
+    token = flight->lease_token;
+    leased_.erase(std::remove(leased_.begin(), leased_.end(), flight),
+                  leased_.end());
+  }
+  cache::RemoteTier* remote = cache_->remote();
+  if (IsLastingFailure(status) &&
+      options_.failed_compile_ttl > absl::ZeroDuration()) {
+    remote->ReleaseLeaseWithFailure(flight->digest, token, status,
+                                    options_.failed_compile_ttl);
+  } else {
+    remote->ReleaseLease(flight->digest, token);
+  }
+}
+
+void CompileEngine::ClusterLoop() {
+  cache::RemoteTier* remote = cache_->remote();
+  const absl::Duration ttl = options_.cluster_lease_ttl;
+  while (true) {
+    std::vector<std::shared_ptr<Flight>> parked;
+    std::vector<std::shared_ptr<Flight>> renew;
+    {
+      absl::MutexLock lock(&mu_);
+      mu_.AwaitWithTimeout(absl::Condition(&cluster_stop_),
+                           options_.cluster_poll);
+      if (cluster_stop_) return;
+      // Flights finished meanwhile (their compile time limit) leave the
+      // list; at shutdown the rest are compiled here.
+      for (auto it = parked_.begin(); it != parked_.end();) {
+        if ((*it)->done || shutting_down_) {
+          if (!(*it)->done) {
+            (*it)->no_lease = true;
+            queue_.push_front(*it);
+          } else {
+            --pending_jobs_;
+          }
+          it = parked_.erase(it);
+        } else {
+          ++it;
+        }
+      }
+      parked = parked_;
+      const absl::Time now = absl::Now();
+      for (const std::shared_ptr<Flight>& f : leased_) {
+        if (now - f->renewed >= ttl / 3) renew.push_back(f);
+      }
+    }
+    for (const std::shared_ptr<Flight>& f : renew) {
+      std::string token;
+      {
+        absl::MutexLock lock(&mu_);
+        if (!f->holds_lease) continue;
+        f->renewed = absl::Now();
+        token = f->lease_token;
+      }
+      if (!remote->RenewLease(f->digest, token, ttl)) {
+        spdlog::warn(
+            "compile lease of {} lost (not renewed in time, or the remote "
+            "cache failed); another daemon may compile it too",
+            f->key);
+      }
+    }
+    for (const std::shared_ptr<Flight>& f : parked) {
+      std::string token;
+      {
+        absl::MutexLock lock(&mu_);
+        token = f->lease_token;
+      }
+      const cache::RemoteTier::Lease lease =
+          remote->AcquireLease(f->digest, token, ttl);
+      if (lease.state == cache::RemoteTier::LeaseState::kHeld) continue;
+      bool still_parked;
+      {
+        absl::MutexLock lock(&mu_);
+        auto pos = std::find(parked_.begin(), parked_.end(), f);
+        still_parked = pos != parked_.end() && !f->done;
+        if (still_parked) {
+          parked_.erase(pos);
+          switch (lease.state) {
+            case cache::RemoteTier::LeaseState::kAcquired:
+              // The holder is done (its entry is stored) or gone: the
+              // worker looks for the entry first.
+              f->holds_lease = true;
+              f->renewed = absl::Now();
+              leased_.push_back(f);
+              queue_.push_front(f);
+              break;
+            case cache::RemoteTier::LeaseState::kFailed:
+              --pending_jobs_;
+              ++stats_.cluster_failures;
+              Finish(f, lease.failure);
+              break;
+            default:
+              f->no_lease = true;
+              queue_.push_front(f);
+              break;
+          }
+        }
+      }
+      if (!still_parked &&
+          lease.state == cache::RemoteTier::LeaseState::kAcquired) {
+        remote->ReleaseLease(f->digest, token);  // nobody wants it now
+      }
+    }
+  }
+}
+
+bool CompileEngine::RunFlight(std::shared_ptr<Flight> flight) {
+  switch (TakeLease(flight)) {
+    case LeaseStep::kParked:
+      return true;
+    case LeaseStep::kFinished:
+      return false;
+    case LeaseStep::kCompile:
+      break;
+  }
+  bool holds_lease;
+  bool waited;
+  {
+    absl::MutexLock lock(&mu_);
+    holds_lease = flight->holds_lease;
+    waited = flight->waited;
+  }
   // A request that missed the cache just before another compile of the same
   // key stored it starts a new flight; serve that from the local store. (The
   // remote tier was asked moments ago by the request itself: asking it again
-  // would only add a round trip to every miss.)
+  // would only add a round trip to every miss. With a cluster lease it is
+  // asked again: another daemon may have stored it while this flight
+  // waited or queued.)
   absl::StatusOr<KernelHandle> result = absl::NotFoundError("not cached");
-  if (absl::StatusOr<cache::Entry> stored =
-          cache_->local().Get(flight->digest, /*record_use=*/false);
-      stored.ok()) {
+  if (holds_lease) {
+    result = Fetch(flight->digest);
+    if (result.ok() && waited) {
+      absl::MutexLock lock(&mu_);
+      ++stats_.cluster_served;
+    }
+  } else if (absl::StatusOr<cache::Entry> stored =
+                 cache_->local().Get(flight->digest, /*record_use=*/false);
+             stored.ok()) {
     result = HandleFromEntry(*stored, "local");
   }
   if (!result.ok()) {
     {
       absl::MutexLock lock(&mu_);
       ++stats_.compiles;
+      if (waited) ++stats_.cluster_takeovers;
     }
     const absl::Time start = absl::Now();
     absl::StatusOr<compiler::CompiledKernel> compiled =
@@ -444,8 +679,10 @@ void CompileEngine::RunFlight(std::shared_ptr<Flight> flight) {
       result = std::move(h);
     }
   }
+  EndLease(flight, result.status());
   absl::MutexLock lock(&mu_);
   Finish(flight, std::move(result));
+  return false;
 }
 
 absl::StatusOr<KernelHandle> CompileEngine::Fetch(const cache::Digest& digest) {
@@ -466,19 +703,10 @@ absl::StatusOr<KernelHandle> CompileEngine::Fetch(const cache::Digest& digest) {
 
 void CompileEngine::RememberFailure(const std::string& key,
                                     const absl::Status& status) {
-  // Only failures the same compile would repeat: not running out of time or
-  // resources, not being cancelled.
-  switch (status.code()) {
-    case absl::StatusCode::kDeadlineExceeded:
-    case absl::StatusCode::kCancelled:
-    case absl::StatusCode::kUnavailable:
-    case absl::StatusCode::kResourceExhausted:
-    case absl::StatusCode::kAborted:
-      return;
-    default:
-      break;
+  if (!IsLastingFailure(status) ||
+      options_.failed_compile_ttl <= absl::ZeroDuration()) {
+    return;
   }
-  if (options_.failed_compile_ttl <= absl::ZeroDuration()) return;
   const absl::Time now = absl::Now();
   absl::MutexLock lock(&mu_);
   if (failures_.size() >= kMaxRememberedFailures) {

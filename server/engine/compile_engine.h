@@ -102,6 +102,15 @@ struct CompileEngineOptions {
   // (so 500 clients asking for a broken kernel cost one compile). Zero turns
   // it off. At most kMaxRememberedFailures are kept.
   absl::Duration failed_compile_ttl = absl::Seconds(10);
+  // Cluster single-flight, when the cache has a remote tier: a miss is
+  // compiled only by the daemon that takes its lease in the shared tier
+  // (cache::RemoteTier::AcquireLease); the others park it, wait for the
+  // holder's entry (or its error) and serve that. The holder renews its
+  // lease while it compiles; a lease not renewed this long (its holder died)
+  // is taken over. Zero: every daemon compiles its own misses.
+  absl::Duration cluster_lease_ttl = absl::Seconds(10);
+  // How often parked misses look at their leases again.
+  absl::Duration cluster_poll = absl::Milliseconds(50);
   // The compiler, replaceable for tests; compiler::Compile if empty. It
   // gets the kernel as loaded for the key (parsed and verified once).
   std::function<absl::StatusOr<compiler::CompiledKernel>(
@@ -123,6 +132,14 @@ struct EngineStats {
   int64_t peak_running_compiles = 0;  // most compiles running at once
   // Errors answered from a remembered failed compile (failed_compile_ttl).
   int64_t remembered_failures = 0;
+  // Cluster single-flight (cluster_lease_ttl): compiles that found another
+  // daemon compiling their key and waited; of those, how many got its
+  // entry, how many its error, and how many were compiled here after all
+  // (the holder died or its entry never arrived).
+  int64_t cluster_waits = 0;
+  int64_t cluster_served = 0;
+  int64_t cluster_failures = 0;
+  int64_t cluster_takeovers = 0;
 };
 
 inline constexpr size_t kMaxRememberedFailures = 4096;
@@ -201,7 +218,24 @@ class CompileEngine {
   absl::StatusOr<KernelHandle> DoCompile(const CompileRequest& request);
   // Local tier, then remote if configured. NotFound on a miss.
   absl::StatusOr<KernelHandle> Fetch(const cache::Digest& digest);
-  void RunFlight(std::shared_ptr<Flight> flight);
+  // Compiles `flight` (or finds it stored meanwhile) and finishes it; false
+  // when it was parked instead, another daemon holding its lease.
+  bool RunFlight(std::shared_ptr<Flight> flight);
+  // The cluster lease step of RunFlight: compile here now, or the flight
+  // was parked, or finished with another daemon's error.
+  enum class LeaseStep { kCompile, kParked, kFinished };
+  LeaseStep TakeLease(const std::shared_ptr<Flight>& flight);
+  // Ends the lease `flight` holds, if any, after a compile ending in
+  // `status` (see RemoteTier::ReleaseLeaseWithFailure).
+  void EndLease(const std::shared_ptr<Flight>& flight,
+                const absl::Status& status);
+  // Renews held leases and looks at the parked flights' leases, every
+  // cluster_poll until Shutdown.
+  void ClusterLoop();
+  // Takes `flight` out of the queue or the parked list, if it is there,
+  // counting it no longer pending; whether it was there.
+  bool Unqueue(const std::shared_ptr<Flight>& flight)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Remembers a failed compile of `key` (see failed_compile_ttl).
   void RememberFailure(const std::string& key, const absl::Status& status)
       ABSL_LOCKS_EXCLUDED(mu_);
@@ -233,6 +267,15 @@ class CompileEngine {
   absl::flat_hash_map<std::string, std::shared_ptr<Flight>> flights_
       ABSL_GUARDED_BY(mu_);
   std::deque<std::shared_ptr<Flight>> queue_ ABSL_GUARDED_BY(mu_);
+  // Flights waiting for another daemon's compile, and flights holding a
+  // cluster lease (renewed by ClusterLoop).
+  std::vector<std::shared_ptr<Flight>> parked_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::shared_ptr<Flight>> leased_ ABSL_GUARDED_BY(mu_);
+  // This engine's lease tokens: "<host>:<pid>:<random>:<n>".
+  std::string lease_owner_;
+  int64_t lease_serial_ ABSL_GUARDED_BY(mu_) = 0;
+  bool cluster_stop_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread cluster_thread_;
   int64_t pending_jobs_ ABSL_GUARDED_BY(mu_) = 0;  // queued + running
   int64_t running_ ABSL_GUARDED_BY(mu_) = 0;
   EngineStats stats_ ABSL_GUARDED_BY(mu_);

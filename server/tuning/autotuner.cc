@@ -168,13 +168,19 @@ absl::Status Autotuner::Tune(
   const Bindings& fixed = plan->fixed;
   const std::vector<compiler::TunableValues>& space = plan->space;
 
-  absl::StatusOr<Device*> device = DeviceFor(target);
-  if (!device.ok()) return device.status();
+  // Compiling only needs no device (and stores no result).
+  Device* device = nullptr;
+  if (!opt.compile_only()) {
+    absl::StatusOr<Device*> found = DeviceFor(target);
+    if (!found.ok()) return found.status();
+    device = *found;
+  }
+  const std::string sku = device != nullptr ? device->sku : "";
   TuningKeyParts parts;
   parts.kernel_hash = KernelHashWithoutTunableValues(*kernel);
   parts.fixed = fixed;
   parts.target = target;
-  parts.sku = (*device)->sku;
+  parts.sku = sku;
   parts.bucket = ShapeBucket(shape);
   const std::string key_text = TuningKeyText(parts);
   const std::string tuning_key = TuningKey(parts);
@@ -195,7 +201,7 @@ absl::Status Autotuner::Tune(
   // today's space (so its choice is also today's best) and its choice is
   // in today's space. A result tuned over fewer configs is not reused for
   // a wider space.
-  if (!opt.force()) {
+  if (!opt.force() && !opt.compile_only()) {
     absl::StatusOr<cache::Entry> entry = cache_->Get(*digest);
     if (entry.ok()) {
       const cache::Blob* blob = entry->Find(kTuningResultBlob);
@@ -232,7 +238,7 @@ absl::Status Autotuner::Tune(
   result.set_tuning_key(tuning_key);
   result.set_kernel_name(kernel->name);
   result.set_target(target);
-  result.set_device_sku((*device)->sku);
+  result.set_device_sku(sku);
   result.mutable_shape()->insert(shape.begin(), shape.end());
   result.mutable_shape_bucket()->insert(parts.bucket.begin(),
                                         parts.bucket.end());
@@ -246,8 +252,12 @@ absl::Status Autotuner::Tune(
     c->set_label(Label(space[i]));
   }
   emit(AutotuneProgress::EVENT_STARTED,
-       absl::StrCat("tuning ", kernel->name, " for ", target, " (",
-                    (*device)->sku, "): ", space.size(), " candidates"));
+       device != nullptr
+           ? absl::StrCat("tuning ", kernel->name, " for ", target, " (", sku,
+                          "): ", space.size(), " candidates")
+           : absl::StrCat("compiling the ", space.size(), " candidates of ",
+                          kernel->name, " for ", target,
+                          " (compile only: nothing is benchmarked)"));
 
   // Compile every candidate in parallel, through the cache.
   std::vector<CompileRequest> compiles;
@@ -348,6 +358,23 @@ absl::Status Autotuner::Tune(
          absl::StrCat("pruned ", c->label(), ": ", c->reason()));
   }
 
+  if (device == nullptr) {
+    result.set_compile_only(true);
+    result.clear_tuning_key();
+    result.set_tuning_ms(absl::ToDoubleMilliseconds(absl::Now() - start));
+    result.set_created_unix_seconds(absl::ToUnixSeconds(absl::Now()));
+    const int ready = static_cast<int>(std::count_if(
+        result.candidates().begin(), result.candidates().end(),
+        [](const CandidateResult& c) {
+          return c.status() == kiln::v1::CANDIDATE_STATUS_COMPILED;
+        }));
+    *event.mutable_result() = std::move(result);
+    emit(AutotuneProgress::EVENT_DONE,
+         absl::StrCat("compiled ", ready, " of ", space.size(),
+                      " candidates (compile only)"));
+    return absl::OkStatus();
+  }
+
   // Benchmark, one candidate at a time in the device's worker.
   absl::StatusOr<std::string> worker_path =
       options_.worker_path.empty()
@@ -369,7 +396,7 @@ absl::Status Autotuner::Tune(
 
   // One tuning at a time per device, so that timings are not disturbed;
   // a caller waiting for its turn may still give up.
-  Device& dev = **device;
+  Device& dev = *device;
   bool said_waiting = false;
   while (!dev.mu.TryLock()) {
     if (absl::Status s = stopped(); !s.ok()) return s;

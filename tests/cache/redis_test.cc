@@ -264,6 +264,121 @@ TEST_F(RedisTest, HungRedisTimesOutAndPutsNeverBlock) {
 
 // One key per entry and MOVED/ASK handling: the tier works against a Redis
 // Cluster given any one node's address.
+TEST_F(RedisTest, ConditionalSetAndReplaceAreAtomicAndExpire) {
+  std::unique_ptr<RedisStorage> raw = Raw();
+  std::string holder = "untouched";
+  absl::StatusOr<bool> set =
+      raw->SetIfAbsent("lease", "a", absl::Seconds(30), &holder);
+  ASSERT_TRUE(set.ok()) << set.status();
+  EXPECT_TRUE(*set);
+  EXPECT_EQ(holder, "untouched");
+  // The same value again is still held by its owner (a retried command).
+  EXPECT_TRUE(*raw->SetIfAbsent("lease", "a", absl::Seconds(30), &holder));
+  EXPECT_FALSE(*raw->SetIfAbsent("lease", "b", absl::Seconds(30), &holder));
+  EXPECT_EQ(holder, "a");
+  // Only the holder's value replaces or deletes it.
+  EXPECT_FALSE(*raw->ReplaceIf("lease", "b", "", absl::Seconds(1)));
+  EXPECT_EQ(**raw->Get("lease"), "a");
+  EXPECT_TRUE(*raw->ReplaceIf("lease", "a", "c", absl::Seconds(30)));
+  EXPECT_EQ(**raw->Get("lease"), "c");
+  EXPECT_TRUE(*raw->ReplaceIf("lease", "c", "", absl::Seconds(1)));
+  EXPECT_FALSE(raw->Get("lease")->has_value());
+  EXPECT_FALSE(*raw->ReplaceIf("lease", "c", "", absl::Seconds(1)));
+  // An expiry ends it: another value may take it then.
+  ASSERT_TRUE(
+      *raw->SetIfAbsent("short", "a", absl::Milliseconds(500), nullptr));
+  EXPECT_FALSE(*raw->SetIfAbsent("short", "b", absl::Seconds(30), nullptr));
+  absl::SleepFor(absl::Milliseconds(800));
+  EXPECT_TRUE(*raw->SetIfAbsent("short", "b", absl::Seconds(30), nullptr));
+  // A renewal (replacing a value by itself) pushes the expiry out.
+  ASSERT_TRUE(*raw->SetIfAbsent("renewed", "a", absl::Seconds(1), nullptr));
+  for (int i = 0; i < 4; ++i) {
+    absl::SleepFor(absl::Milliseconds(300));
+    ASSERT_TRUE(*raw->ReplaceIf("renewed", "a", "a", absl::Seconds(1)));
+  }
+  EXPECT_EQ(**raw->Get("renewed"), "a");
+}
+
+TEST_F(RedisTest, CompileLeasesSingleFlightAcrossTiers) {
+  RemoteTierOptions options = TierOptions(server_->unix_url());
+  auto a = *RemoteTier::Create(options);
+  auto b = *RemoteTier::Create(options);
+  using State = RemoteTier::LeaseState;
+  const absl::Duration ttl = absl::Seconds(30);
+  EXPECT_EQ(a->AcquireLease(KeyFor(1), "tok-a", ttl).state, State::kAcquired);
+  EXPECT_EQ(b->AcquireLease(KeyFor(1), "tok-b", ttl).state, State::kHeld);
+  // Another key is free.
+  EXPECT_EQ(b->AcquireLease(KeyFor(2), "tok-b", ttl).state, State::kAcquired);
+  EXPECT_TRUE(a->RenewLease(KeyFor(1), "tok-a", ttl));
+  EXPECT_FALSE(b->RenewLease(KeyFor(1), "tok-b", ttl));
+  EXPECT_EQ(b->Counters()[kRemoteLeasesLost], 1);
+  // The holder's put is sent before its lease ends: whoever sees the lease
+  // gone finds the entry.
+  EntryData data = MakeEntry(1, 200000);
+  a->Put(KeyFor(1), RemoteEntry{data.metadata, data.blobs, absl::Now()});
+  a->ReleaseLease(KeyFor(1), "tok-a");
+  while (b->AcquireLease(KeyFor(1), "tok-b", ttl).state == State::kHeld) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  std::optional<RemoteEntry> got = b->Get(KeyFor(1));
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(got->blobs, data.blobs);
+  EXPECT_EQ(a->Counters()[kRemoteLeases], 1);
+  EXPECT_EQ(b->Counters()[kRemoteLeases], 2);
+  // Leases live beside the entries, namespaced and versioned.
+  EXPECT_TRUE(Raw()->Get("kiln:lease:v1:" + KeyFor(2).hex())->has_value());
+}
+
+TEST_F(RedisTest, FailedCompileLeaseCarriesItsSignedError) {
+  RemoteTierOptions options = TierOptions(server_->unix_url());
+  auto a = *RemoteTier::Create(options);
+  auto b = *RemoteTier::Create(options);
+  using State = RemoteTier::LeaseState;
+  ASSERT_EQ(a->AcquireLease(KeyFor(5), "tok-a", absl::Seconds(30)).state,
+            State::kAcquired);
+  const absl::Status error = absl::InvalidArgumentError(
+      "gemm.tile:3:7: error: tile extent 'K' is not a constant\n  more text");
+  a->ReleaseLeaseWithFailure(KeyFor(5), "tok-a", error, absl::Seconds(1));
+  a->Flush();
+  RemoteTier::Lease lease =
+      b->AcquireLease(KeyFor(5), "tok-b", absl::Seconds(30));
+  EXPECT_EQ(lease.state, State::kFailed);
+  EXPECT_EQ(lease.failure, error);
+  // The error lasts its time, then the key may be compiled again.
+  absl::SleepFor(absl::Milliseconds(1300));
+  EXPECT_EQ(b->AcquireLease(KeyFor(5), "tok-b", absl::Seconds(30)).state,
+            State::kAcquired);
+
+  // An error written by someone without the secret, or garbage, is not
+  // believed: the daemon compiles for itself.
+  RemoteTierOptions other = options;
+  other.secret = "another-cluster-secret-0123456789";
+  auto stranger = *RemoteTier::Create(other);
+  ASSERT_EQ(stranger->AcquireLease(KeyFor(6), "tok-s", absl::Seconds(30)).state,
+            State::kAcquired);
+  stranger->ReleaseLeaseWithFailure(KeyFor(6), "tok-s", error,
+                                    absl::Seconds(30));
+  stranger->Flush();
+  EXPECT_EQ(b->AcquireLease(KeyFor(6), "tok-b", absl::Seconds(30)).state,
+            State::kUnavailable);
+  ASSERT_TRUE(Raw()->Put("kiln:lease:v1:" + KeyFor(7).hex(), "F1 3 zz x").ok());
+  EXPECT_EQ(b->AcquireLease(KeyFor(7), "tok-b", absl::Seconds(30)).state,
+            State::kUnavailable);
+  EXPECT_EQ(b->Counters()[kRemoteRejected], 2);
+}
+
+TEST_F(RedisTest, LeasesOfAStoppedRedisAreUnavailableNotErrors) {
+  RemoteTierOptions options = TierOptions(server_->unix_url());
+  auto a = *RemoteTier::Create(options);
+  server_->Stop();
+  EXPECT_EQ(a->AcquireLease(KeyFor(1), "tok", absl::Seconds(30)).state,
+            RemoteTier::LeaseState::kUnavailable);
+  EXPECT_FALSE(a->RenewLease(KeyFor(1), "tok", absl::Seconds(30)));
+  a->ReleaseLease(KeyFor(1), "tok");
+  a->Flush();
+  EXPECT_GE(a->Counters()[kRemoteErrors], 1);
+}
+
 TEST(RedisClusterTest, WorksThroughAnyNode) {
   if (FindRedisServer().empty()) {
     GTEST_SKIP() << "redis-server is not installed";
@@ -303,6 +418,23 @@ TEST(RedisClusterTest, WorksThroughAnyNode) {
   EXPECT_EQ(writer->Counters()[kRemotePuts], 30);
   EXPECT_EQ(writer->Counters()[kRemoteErrors], 0);
   EXPECT_EQ(reader->Counters()[kRemoteHits], 30);
+  // Leases (SET NX, and a script for the conditional replace) follow the
+  // redirections too.
+  using State = RemoteTier::LeaseState;
+  for (int n = 0; n < 10; ++n) {
+    ASSERT_EQ(writer->AcquireLease(KeyFor(n), "w", absl::Seconds(30)).state,
+              State::kAcquired);
+    ASSERT_EQ(reader->AcquireLease(KeyFor(n), "r", absl::Seconds(30)).state,
+              State::kHeld);
+    ASSERT_TRUE(writer->RenewLease(KeyFor(n), "w", absl::Seconds(30)));
+    writer->ReleaseLease(KeyFor(n), "w");
+  }
+  writer->Flush();
+  for (int n = 0; n < 10; ++n) {
+    EXPECT_EQ(reader->AcquireLease(KeyFor(n), "r", absl::Seconds(30)).state,
+              State::kAcquired);
+  }
+  EXPECT_EQ(writer->Counters()[kRemoteErrors], 0);
 }
 
 }  // namespace

@@ -4,10 +4,14 @@
 // requests, and two daemons sharing one Redis tier.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <hiredis/hiredis.h>
+#include <signal.h>
 
 #include <cmath>
+#include <fstream>
 #include <random>
 #include <regex>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -430,6 +434,157 @@ TEST(ServiceTest, TwoDaemonsShareOneRedisTier) {
   EXPECT_EQ(stats_b->compiles(), 0);
   // Backfilled into B's local store.
   EXPECT_EQ(client_b->Lookup(compiled->key()).value_or(false), true);
+}
+
+// How many compile leases the Redis at unix socket `socket` holds.
+int LeasesIn(const std::string& socket) {
+  redisContext* c = redisConnectUnix(socket.c_str());
+  if (c == nullptr || c->err != 0) {
+    if (c != nullptr) redisFree(c);
+    return -1;
+  }
+  auto* reply =
+      static_cast<redisReply*>(redisCommand(c, "KEYS kiln:lease:v1:*"));
+  int n = reply != nullptr && reply->type == REDIS_REPLY_ARRAY
+              ? static_cast<int>(reply->elements)
+              : -1;
+  if (reply != nullptr) freeReplyObject(reply);
+  redisFree(c);
+  return n;
+}
+
+// Leases end in the background after their holder's put: wait for it.
+int LeasesLeftAfterAWhile(const std::string& socket) {
+  const absl::Time give_up = absl::Now() + absl::Seconds(10);
+  int n = LeasesIn(socket);
+  while (n != 0 && absl::Now() < give_up) {
+    absl::SleepFor(absl::Milliseconds(20));
+    n = LeasesIn(socket);
+  }
+  return n;
+}
+
+class ClusterServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (cache::testing::FindRedisServer().empty()) {
+      GTEST_SKIP() << "redis-server is not installed (deploy/install-deps.sh "
+                      "installs it)";
+    }
+    redis_ = std::make_unique<cache::testing::RedisServer>(redis_dir_.path());
+    ASSERT_TRUE(redis_->Start()) << redis_->Log();
+    testing::WriteFile(dir_.File("secret"),
+                       "cluster-secret-0123456789abcdef\n");
+  }
+  std::unique_ptr<testing::KilndProcess> Daemon(double lease_s) {
+    auto d = testing::KilndProcess::Start(
+        KILN_KILND_PATH, {"--redis-url", redis_->unix_url(),
+                          "--redis-secret-file", dir_.File("secret"),
+                          "--redis-compile-lease", std::to_string(lease_s)});
+    EXPECT_TRUE(d.ok()) << d.status();
+    return d.ok() ? std::move(*d) : nullptr;
+  }
+  testing::TempDir dir_;
+  testing::TempDir redis_dir_;
+  std::unique_ptr<cache::testing::RedisServer> redis_;
+};
+
+TEST_F(ClusterServiceTest, ThreeDaemonsMissingTheSameKernelCompileItOnce) {
+  std::vector<std::unique_ptr<testing::KilndProcess>> daemons;
+  std::vector<std::unique_ptr<Client>> clients;
+  for (int i = 0; i < 3; ++i) {
+    daemons.push_back(Daemon(10));
+    ASSERT_NE(daemons.back(), nullptr);
+    clients.push_back(MustConnect(daemons.back()->address()));
+    ASSERT_NE(clients.back(), nullptr);
+  }
+  // Eight callers on each daemon, all at once.
+  absl::Barrier start(24);
+  std::vector<std::thread> threads;
+  std::vector<std::string> keys(24);
+  for (int t = 0; t < 24; ++t) {
+    threads.emplace_back([&, t] {
+      start.Block();
+      absl::StatusOr<Kernel> k = clients[t % 3]->Compile(ScaleRequest(128));
+      ASSERT_TRUE(k.ok()) << k.status();
+      ExpectScales(*k, 100);
+      keys[t] = k->key();
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  int64_t compiles = 0;
+  for (auto& c : clients) {
+    auto stats = c->Stats();
+    ASSERT_TRUE(stats.ok()) << stats.status();
+    compiles += stats->compiles();
+    EXPECT_EQ(stats->cluster_takeovers(), 0);
+  }
+  EXPECT_EQ(compiles, 1) << "the cluster compiled one kernel more than once";
+  for (const std::string& k : keys) EXPECT_EQ(k, keys[0]);
+  EXPECT_EQ(LeasesLeftAfterAWhile(redis_->socket_path()), 0)
+      << "a lease was left behind";
+}
+
+TEST_F(ClusterServiceTest, ADaemonKilledMidCompileIsTakenOver) {
+  auto a = Daemon(2);
+  auto b = Daemon(2);
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  auto client_a = MustConnect(a->address());
+  auto client_b = MustConnect(b->address());
+  ASSERT_NE(client_a, nullptr);
+  ASSERT_NE(client_b, nullptr);
+  // A compile long enough to kill its daemon in the middle: FlashAttention
+  // for sm_90a through NVRTC (a second or more here).
+  auto caps = client_b->Capabilities();
+  ASSERT_TRUE(caps.ok()) << caps.status();
+  bool sm90a = false;
+  for (const auto& t : caps->targets()) sm90a = sm90a || t.name() == "sm_90a";
+  if (!sm90a) {
+    GTEST_SKIP() << "kilnd cannot compile for sm_90a here (no NVRTC); the "
+                    "lease takeover is covered in process by engine_test";
+  }
+  std::ifstream in(std::string(KILN_CORPUS_DIR) + "/flash_attention_fwd.tile");
+  std::stringstream text;
+  text << in.rdbuf();
+  KernelRequest attention;
+  attention.ir_text = text.str();
+  attention.kernel = "flash_attention_fwd";
+  attention.target = "sm_90a";
+  attention.filename = "flash_attention_fwd.tile";
+  attention.bindings = {{"BM", 128}, {"BN", 64}, {"STAGES", 2}};
+  ASSERT_FALSE(attention.ir_text.empty());
+
+  // Prewarm compiles without loading the kernel (there is no GPU here).
+  std::thread doomed([&] { (void)client_a->Prewarm({attention}); });
+  const absl::Time give_up = absl::Now() + absl::Seconds(20);
+  while (LeasesIn(redis_->socket_path()) < 1 && absl::Now() < give_up) {
+    absl::SleepFor(absl::Milliseconds(2));
+  }
+  ASSERT_EQ(LeasesIn(redis_->socket_path()), 1) << "A never took the lease";
+  // Still compiling: no entry, no error marker yet.
+  auto a_stats = client_a->Stats();
+  ASSERT_TRUE(a_stats.ok());
+  ASSERT_EQ(a_stats->active_compiles(), 1);
+  a->process().Signal(SIGKILL);
+  doomed.join();
+
+  const absl::Time start = absl::Now();
+  kiln::v1::PrewarmProgress done;
+  absl::Status status = client_b->Prewarm(
+      {attention}, [&](const kiln::v1::PrewarmProgress& p) { done = p; });
+  const absl::Duration took = absl::Now() - start;
+  ASSERT_TRUE(status.ok()) << status;
+  EXPECT_EQ(done.error_message(), "");
+  EXPECT_EQ(done.tier(), kiln::v1::TIER_COMPILED);
+  EXPECT_EQ(done.key().size(), 64u);
+  EXPECT_LT(took, absl::Seconds(30));
+  auto stats = client_b->Stats();
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->compiles(), 1);
+  EXPECT_EQ(stats->cluster_waits(), 1);
+  EXPECT_EQ(stats->cluster_takeovers(), 1);
+  EXPECT_EQ(LeasesLeftAfterAWhile(redis_->socket_path()), 0);
 }
 
 }  // namespace

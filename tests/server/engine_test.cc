@@ -15,7 +15,9 @@
 #include "absl/time/clock.h"
 #include "cache/blob_directory.h"
 #include "cache/cache.h"
+#include "cache/redis_storage.h"
 #include "server/engine/compile_engine.h"
+#include "tests/cache/redis_server.h"
 #include "tests/support/subprocess.h"
 #include "tests/support/test_kernels.h"
 
@@ -577,6 +579,281 @@ TEST_F(EngineTest, BatchReportsEveryRequestOnceAndListEvictWork) {
   auto stats = engine->CacheStats();
   ASSERT_TRUE(stats.ok()) << stats.status();
   EXPECT_EQ(stats->entries, 2);
+}
+
+// Several engines, each with its own local cache, sharing one real Redis:
+// the daemons of a cluster.
+class ClusterEngineTest : public ::testing::Test {
+ protected:
+  static constexpr char kSecret[] = "cluster-test-secret-0123456789";
+
+  void SetUp() override {
+    if (cache::testing::FindRedisServer().empty()) {
+      GTEST_SKIP() << "redis-server is not installed (deploy/install-deps.sh "
+                      "installs it)";
+    }
+    redis_ = std::make_unique<cache::testing::RedisServer>(dir_.File("redis"));
+    std::filesystem::create_directories(dir_.File("redis"));
+    ASSERT_TRUE(redis_->Start()) << redis_->Log();
+  }
+
+  // A daemon: its own cache directory `name`, the shared tier, `fake` as
+  // its compiler.
+  struct Daemon {
+    std::unique_ptr<cache::Cache> cache;
+    std::unique_ptr<CompileEngine> engine;
+  };
+  Daemon Start(const std::string& name, FakeCompiler& fake,
+               CompileEngineOptions options = {}) {
+    cache::CacheOptions cache_options;
+    cache_options.local.fsync = false;
+    cache::RemoteTierOptions remote;
+    remote.url = redis_->unix_url();
+    remote.secret = kSecret;
+    cache_options.remote = remote;
+    Daemon d;
+    auto c = cache::Cache::Open(dir_.File(name), cache_options);
+    EXPECT_TRUE(c.ok()) << c.status();
+    if (!c.ok()) return d;
+    d.cache = std::move(*c);
+    options.memory_cache_bytes = 0;
+    options.cluster_poll = absl::Milliseconds(10);
+    if (!options.compile_fn) options.compile_fn = fake.Fn();
+    auto e = CompileEngine::Create(d.cache.get(), std::move(options));
+    EXPECT_TRUE(e.ok()) << e.status();
+    if (e.ok()) d.engine = std::move(*e);
+    return d;
+  }
+
+  // Raw access to the shared Redis.
+  std::unique_ptr<cache::RedisStorage> Raw() {
+    return std::make_unique<cache::RedisStorage>(
+        *cache::RedisUrl::Parse(redis_->unix_url()),
+        cache::RemoteStorageOptions());
+  }
+
+  testing::TempDir dir_;
+  std::unique_ptr<cache::testing::RedisServer> redis_;
+};
+
+TEST_F(ClusterEngineTest, TwoDaemonsMissingTheSameKernelCompileItOnce) {
+  FakeCompiler fake_a, fake_b;
+  fake_a.delay = fake_b.delay = absl::Milliseconds(400);
+  Daemon a = Start("a", fake_a);
+  Daemon b = Start("b", fake_b);
+  ASSERT_NE(a.engine, nullptr);
+  ASSERT_NE(b.engine, nullptr);
+  absl::StatusOr<KernelHandle> from_a, from_b;
+  absl::Barrier start(2);
+  std::thread ta([&] {
+    start.Block();
+    from_a = a.engine->Compile(Request());
+  });
+  std::thread tb([&] {
+    start.Block();
+    from_b = b.engine->Compile(Request());
+  });
+  ta.join();
+  tb.join();
+  ASSERT_TRUE(from_a.ok()) << from_a.status();
+  ASSERT_TRUE(from_b.ok()) << from_b.status();
+  EXPECT_EQ(fake_a.calls + fake_b.calls, 1);
+  EXPECT_EQ(from_a->key, from_b->key);
+  EXPECT_EQ(from_a->binary, "fake binary");
+  EXPECT_EQ(from_b->binary, "fake binary");
+  // One compiled it; the other waited and was served the first one's entry.
+  const bool a_compiled = fake_a.calls == 1;
+  const KernelHandle& waiter = a_compiled ? *from_b : *from_a;
+  const EngineStats ws = (a_compiled ? b : a).engine->Stats();
+  EXPECT_EQ((a_compiled ? from_a : from_b)->tier, "compiled");
+  EXPECT_EQ(waiter.tier, "remote");
+  EXPECT_EQ(ws.compiles, 0);
+  EXPECT_EQ(ws.cluster_waits, 1);
+  EXPECT_EQ(ws.cluster_served, 1);
+  EXPECT_EQ(ws.cluster_takeovers, 0);
+  // The waiter backfilled its local store.
+  EXPECT_TRUE(*(a_compiled ? b : a).engine->Lookup(waiter.key));
+}
+
+TEST_F(ClusterEngineTest, ManyKernelsFromEveryDaemonAreCompiledOnceInAll) {
+  constexpr int kDaemons = 3;
+  constexpr int kKernels = 24;
+  std::vector<std::unique_ptr<FakeCompiler>> fakes;
+  std::vector<Daemon> daemons;
+  for (int d = 0; d < kDaemons; ++d) {
+    fakes.push_back(std::make_unique<FakeCompiler>());
+    fakes.back()->delay = absl::Milliseconds(60);
+    CompileEngineOptions options;
+    options.worker_threads = 2;
+    daemons.push_back(Start("d" + std::to_string(d), *fakes.back(), options));
+    ASSERT_NE(daemons.back().engine, nullptr);
+  }
+  std::vector<CompileRequest> requests;
+  for (int i = 0; i < kKernels; ++i) requests.push_back(Renamed(i));
+  std::vector<std::thread> threads;
+  std::vector<int> ok(kDaemons, 0);
+  for (int d = 0; d < kDaemons; ++d) {
+    threads.emplace_back([&, d] {
+      daemons[d].engine->CompileBatch(
+          requests, 8, [&](size_t, const absl::StatusOr<KernelHandle>& r) {
+            EXPECT_TRUE(r.ok()) << r.status();
+            if (r.ok()) ++ok[d];
+          });
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  int compiles = 0;
+  for (int d = 0; d < kDaemons; ++d) {
+    EXPECT_EQ(ok[d], kKernels) << "daemon " << d;
+    compiles += fakes[d]->calls;
+    EXPECT_EQ(daemons[d].engine->Stats().cluster_takeovers, 0) << d;
+  }
+  EXPECT_EQ(compiles, kKernels);
+  // Waiting for one kernel does not hold up the others: every daemon
+  // compiled some of them.
+  for (int d = 0; d < kDaemons; ++d) {
+    EXPECT_GT(fakes[d]->calls, 0) << "daemon " << d << " compiled nothing";
+  }
+}
+
+TEST_F(ClusterEngineTest, ALeaseWhoseHolderDiedIsTakenOver) {
+  FakeCompiler fake;
+  CompileEngineOptions options;
+  options.cluster_lease_ttl = absl::Seconds(5);
+  Daemon b = Start("b", fake, options);
+  ASSERT_NE(b.engine, nullptr);
+  absl::StatusOr<std::string> key = b.engine->KeyFor(Request());
+  ASSERT_TRUE(key.ok()) << key.status();
+  // A daemon took the lease for 1 s and died: nobody renews it.
+  ASSERT_TRUE(*Raw()->SetIfAbsent("kiln:lease:v1:" + *key, "L1 dead-daemon",
+                                  absl::Seconds(1), nullptr));
+  const absl::Time start = absl::Now();
+  absl::StatusOr<KernelHandle> got = b.engine->Compile(Request());
+  const absl::Duration took = absl::Now() - start;
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->tier, "compiled");
+  EXPECT_EQ(fake.calls, 1);
+  EXPECT_GE(took, absl::Milliseconds(900));
+  EXPECT_LT(took, absl::Seconds(5));
+  const EngineStats stats = b.engine->Stats();
+  EXPECT_EQ(stats.cluster_waits, 1);
+  EXPECT_EQ(stats.cluster_takeovers, 1);
+  EXPECT_EQ(stats.cluster_served, 0);
+}
+
+TEST_F(ClusterEngineTest, TheHolderRenewsItsLeaseWhileItCompiles) {
+  FakeCompiler fake_a, fake_b;
+  fake_a.delay = absl::Milliseconds(1500);
+  CompileEngineOptions options;
+  options.cluster_lease_ttl = absl::Milliseconds(400);
+  Daemon a = Start("a", fake_a, options);
+  Daemon b = Start("b", fake_b, options);
+  std::thread ta([&] { EXPECT_TRUE(a.engine->Compile(Request()).ok()); });
+  WaitUntilCompiling(*a.engine);
+  while (fake_a.calls == 0) absl::SleepFor(absl::Milliseconds(1));
+  // The compile outlives the lease's time three times over; renewed, the
+  // lease still holds B off.
+  absl::StatusOr<KernelHandle> got = b.engine->Compile(Request());
+  ta.join();
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->tier, "remote");
+  EXPECT_EQ(fake_b.calls, 0);
+  EXPECT_EQ(b.engine->Stats().cluster_served, 1);
+}
+
+TEST_F(ClusterEngineTest, AFailedCompileIsSharedWithTheWaitingDaemons) {
+  std::atomic<int> calls{0};
+  CompileEngineOptions options;
+  options.failed_compile_ttl = absl::Seconds(30);
+  options.compile_fn = [&calls](const compiler::LoadedKernel&)
+      -> absl::StatusOr<compiler::CompiledKernel> {
+    ++calls;
+    absl::SleepFor(absl::Milliseconds(200));
+    return absl::InvalidArgumentError("scale.tile:3:7: error: broken");
+  };
+  FakeCompiler unused;
+  std::vector<Daemon> daemons;
+  for (int d = 0; d < 3; ++d) {
+    daemons.push_back(Start("d" + std::to_string(d), unused, options));
+  }
+  std::vector<absl::Status> results(daemons.size());
+  std::vector<std::thread> threads;
+  absl::Barrier start(daemons.size());
+  for (size_t d = 0; d < daemons.size(); ++d) {
+    threads.emplace_back([&, d] {
+      start.Block();
+      results[d] = daemons[d].engine->Compile(Request()).status();
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(calls.load(), 1);
+  int shared = 0;
+  for (size_t d = 0; d < daemons.size(); ++d) {
+    EXPECT_EQ(results[d].code(), absl::StatusCode::kInvalidArgument) << d;
+    EXPECT_EQ(results[d].message(), "scale.tile:3:7: error: broken") << d;
+    shared += daemons[d].engine->Stats().cluster_failures;
+  }
+  EXPECT_EQ(shared, 2);
+  // A daemon that comes later gets it too, without compiling.
+  Daemon late = Start("late", unused, options);
+  EXPECT_EQ(late.engine->Compile(Request()).status().message(),
+            "scale.tile:3:7: error: broken");
+  EXPECT_EQ(calls.load(), 1);
+}
+
+TEST_F(ClusterEngineTest, WaitingForAnotherDaemonCanBeCancelledOrShutDown) {
+  FakeCompiler fake;
+  Daemon b = Start("b", fake);
+  absl::StatusOr<std::string> key = b.engine->KeyFor(Request());
+  ASSERT_TRUE(key.ok());
+  ASSERT_TRUE(*Raw()->SetIfAbsent("kiln:lease:v1:" + *key, "L1 slow-daemon",
+                                  absl::Seconds(60), nullptr));
+  CompileRequest cancelled = Request();
+  const absl::Time give_up = absl::Now() + absl::Milliseconds(300);
+  cancelled.cancelled = [give_up] { return absl::Now() > give_up; };
+  absl::StatusOr<KernelHandle> r = b.engine->Compile(cancelled);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kCancelled) << r.status();
+  EXPECT_EQ(fake.calls, 0);
+  // The parked compile is dropped with its last waiter.
+  absl::SleepFor(absl::Milliseconds(50));
+  EXPECT_EQ(b.engine->Stats().active_compiles, 0);
+
+  // A deadline ends the wait too.
+  CompileRequest hurried = Request();
+  hurried.deadline = absl::Now() + absl::Milliseconds(200);
+  EXPECT_EQ(b.engine->Compile(hurried).status().code(),
+            absl::StatusCode::kDeadlineExceeded);
+
+  // Shutting down, the daemon compiles what it was waiting for itself, so
+  // its callers still get their kernel.
+  absl::StatusOr<KernelHandle> waited;
+  std::thread waiter([&] { waited = b.engine->Compile(Request()); });
+  // (It joins the flight the hurried request left parked.)
+  while (b.engine->Stats().misses < 3) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  b.engine->Shutdown();
+  waiter.join();
+  ASSERT_TRUE(waited.ok()) << waited.status();
+  EXPECT_EQ(waited->tier, "compiled");
+  EXPECT_EQ(fake.calls, 1);
+}
+
+TEST_F(ClusterEngineTest, WithoutLeasesEveryDaemonCompilesItsOwnMisses) {
+  FakeCompiler fake_a, fake_b;
+  CompileEngineOptions options;
+  options.cluster_lease_ttl = absl::ZeroDuration();
+  fake_a.delay = fake_b.delay = absl::Milliseconds(300);
+  Daemon a = Start("a", fake_a, options);
+  Daemon b = Start("b", fake_b, options);
+  std::thread ta([&] { EXPECT_TRUE(a.engine->Compile(Request()).ok()); });
+  std::thread tb([&] { EXPECT_TRUE(b.engine->Compile(Request()).ok()); });
+  ta.join();
+  tb.join();
+  EXPECT_EQ(fake_a.calls + fake_b.calls, 2);
+  EXPECT_EQ(
+      Raw()->Get("kiln:lease:v1:" + *a.engine->KeyFor(Request()))->has_value(),
+      false);
 }
 
 }  // namespace
