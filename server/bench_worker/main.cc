@@ -6,9 +6,11 @@
 //
 //   kiln-bench-worker --device cpu|cuda:N
 //
-// For each request: load the kernel, make the inputs (inputs.h), run once
-// and send back every tensor (the autotuner checks them), then warm up and
-// time runs until enough are taken.
+// For each request: load the kernel, make the inputs (inputs.h; kept for
+// the next request, which in a tuning wants the same), run once and send
+// back every tensor the kernel changed (the autotuner checks them; an
+// untouched input is marked so, without its data), then warm up and time
+// runs until enough are taken.
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,12 +21,15 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "runtime/kernel_metadata.h"
 #include "server/bench_worker/bench.pb.h"
 #include "server/bench_worker/bench_device.h"
 #include "server/bench_worker/framing.h"
+#include "server/bench_worker/inputs.h"
 
 namespace kiln::bench {
 namespace {
@@ -67,13 +72,80 @@ BenchReply Fail(const absl::Status& status) {
   return reply;
 }
 
+// The inputs of the last request, as made: a tuning asks for the same
+// inputs (the same parameters, shape and seed) for every candidate, and
+// making them (tens of millions of random values at GEMM shapes) costs far
+// more than copying them. Also what tells outputs from untouched inputs.
+struct InputCache {
+  std::string key;
+  std::optional<Inputs> pristine;
+};
+
+// Timed runs before a candidate may be dropped early (stop_above_us).
+constexpr int kEarlyRuns = 3;
+
+// Inputs larger than this are made afresh for every request, not kept.
+constexpr uint64_t kMaxCachedInputBytes = uint64_t{2} << 30;
+
+std::string InputsKey(const runtime::KernelMetadata& metadata,
+                      const ShapeValues& shape, uint64_t seed) {
+  std::string key = absl::StrCat(seed, ";");
+  for (const auto& [name, value] : shape) {
+    absl::StrAppend(&key, name, "=", value, ",");
+  }
+  for (const runtime::MetadataParam& p : metadata.params) {
+    absl::StrAppend(&key, ";", p.name, ":",
+                    std::string(runtime::DTypeName(p.dtype)),
+                    p.is_tensor ? "[" : "");
+    for (const runtime::MetadataDim& d : p.shape) {
+      absl::StrAppend(&key, d.is_symbol() ? d.symbol : absl::StrCat(d.value),
+                      ",");
+    }
+    for (const runtime::IntExpr& s : p.strides) {
+      absl::StrAppend(&key, "/", s.text());
+    }
+  }
+  return key;
+}
+
+// A copy of `from` whose tensor arguments point into the copy's buffers.
+Inputs CopyInputs(const Inputs& from) {
+  Inputs to = from;
+  for (size_t p = 0; p < to.args.size() && p < to.buffers.size(); ++p) {
+    if (to.args[p].is_tensor) to.args[p].data = to.buffers[p].data();
+  }
+  return to;
+}
+
+// Fresh inputs for `metadata` at `shape`, from the cache when they are the
+// last request's.
+absl::StatusOr<Inputs> InputsFor(const runtime::KernelMetadata& metadata,
+                                 const ShapeValues& shape, uint64_t seed,
+                                 InputCache& cache) {
+  const std::string key = InputsKey(metadata, shape, seed);
+  if (cache.pristine.has_value() && cache.key == key) {
+    return CopyInputs(*cache.pristine);
+  }
+  cache.pristine.reset();
+  absl::StatusOr<Inputs> made = MakeInputs(metadata, shape, seed);
+  if (!made.ok()) return made.status();
+  uint64_t bytes = 0;
+  for (const std::vector<unsigned char>& b : made->buffers) bytes += b.size();
+  if (bytes <= kMaxCachedInputBytes) {
+    cache.key = key;
+    cache.pristine = CopyInputs(*made);
+  }
+  return made;
+}
+
 BenchReply Handle(BenchDevice& device, const BenchRequest& request,
-                  bool faults_enabled) {
+                  bool faults_enabled, InputCache& cache) {
   absl::StatusOr<runtime::KernelMetadata> metadata =
       runtime::ParseKernelMetadata(request.metadata());
   if (!metadata.ok()) return Fail(metadata.status());
   ShapeValues shape(request.shape().begin(), request.shape().end());
-  absl::StatusOr<Inputs> inputs = MakeInputs(*metadata, shape, request.seed());
+  absl::StatusOr<Inputs> inputs =
+      InputsFor(*metadata, shape, request.seed(), cache);
   if (!inputs.ok()) return Fail(inputs.status());
   absl::StatusOr<std::unique_ptr<BenchKernel>> kernel =
       device.Prepare(request.binary(), request.metadata(), *inputs);
@@ -92,8 +164,14 @@ BenchReply Handle(BenchDevice& device, const BenchRequest& request,
       t->set_name(param.name);
       t->set_dtype(std::string(runtime::DTypeName(param.dtype)));
       const std::vector<unsigned char>& buffer = inputs->buffers[p];
+      const bool wrong = faults_enabled && request.fault() == "wrong";
+      if (!wrong && cache.pristine.has_value() &&
+          cache.pristine->buffers[p] == buffer) {
+        t->set_unchanged(true);  // an input: no need to send it back
+        continue;
+      }
       t->set_data(buffer.data(), buffer.size());
-      if (faults_enabled && request.fault() == "wrong") Corrupt(*t);
+      if (wrong) Corrupt(*t);
     }
   }
   for (int i = 0; i < request.warmup_runs(); ++i) {
@@ -111,6 +189,13 @@ BenchReply Handle(BenchDevice& device, const BenchRequest& request,
     if (reply.times_us_size() >= request.min_runs() &&
         total_ms >= request.min_time_ms()) {
       break;
+    }
+    if (request.stop_above_us() > 0 && reply.times_us_size() == kEarlyRuns) {
+      std::vector<double> first(reply.times_us().begin(),
+                                reply.times_us().end());
+      std::nth_element(first.begin(), first.begin() + kEarlyRuns / 2,
+                       first.end());
+      if (first[kEarlyRuns / 2] > request.stop_above_us()) break;
     }
     if (request.max_time_ms() > 0 && elapsed_ms >= request.max_time_ms()) {
       break;
@@ -151,6 +236,7 @@ int Main(int argc, char** argv) {
   const int connection = dup(STDIN_FILENO);
   dup2(STDERR_FILENO, STDOUT_FILENO);
   std::string frame;
+  InputCache cache;
   while (ReadFrame(connection, &frame).ok()) {
     BenchRequest request;
     BenchReply reply;
@@ -159,7 +245,7 @@ int Main(int argc, char** argv) {
     } else if (!request.ParseFromString(frame)) {
       reply.set_error("malformed benchmark request");
     } else {
-      reply = Handle(**device, request, faults_enabled);
+      reply = Handle(**device, request, faults_enabled, cache);
     }
     std::string out;
     reply.SerializeToString(&out);

@@ -474,11 +474,18 @@ absl::Status Autotuner::Tune(
       }
     }
   }
+  // A candidate whose first few runs are this much slower than the best so
+  // far cannot win: its timing stops there (the check of its output does
+  // not).
+  constexpr double kDropAbove = 1.5;
+  double best_so_far = 0;
   for (size_t i = 0; i < space.size(); ++i) {
     CandidateResult& c = *result.mutable_candidates(static_cast<int>(i));
     if (c.status() != kiln::v1::CANDIDATE_STATUS_COMPILED) continue;
     if (absl::Status s = stopped(); !s.ok()) return s;
+    bench.set_stop_above_us(best_so_far * kDropAbove);
     absl::StatusOr<kiln::bench::v1::BenchReply> reply = run(i, true);
+    bench.set_stop_above_us(0);
     if (absl::IsCancelled(reply.status())) return reply.status();
     AutotuneProgress::Event kind = AutotuneProgress::EVENT_BENCHMARKED;
     if (!reply.ok()) {
@@ -503,6 +510,15 @@ absl::Status Autotuner::Tune(
     if (kind == AutotuneProgress::EVENT_BENCHMARKED) {
       c.set_status(kiln::v1::CANDIDATE_STATUS_BENCHMARKED);
       SetTimes({reply->times_us().begin(), reply->times_us().end()}, &c);
+      if (best_so_far > 0 && c.median_us() > best_so_far * kDropAbove &&
+          reply->times_us_size() < bench.min_runs()) {
+        c.set_reason(absl::StrFormat(
+            "timing stopped after %d runs: %.2fx the best so far",
+            reply->times_us_size(), c.median_us() / best_so_far));
+      }
+      if (best_so_far == 0 || c.median_us() < best_so_far) {
+        best_so_far = c.median_us();
+      }
     }
     event.set_benchmarked(++benchmarked);
     *event.mutable_candidate() = c;
@@ -537,6 +553,7 @@ absl::Status Autotuner::Tune(
       } else {
         SetTimes({reply->times_us().begin(), reply->times_us().end()}, &c);
         c.set_remeasured(true);
+        c.clear_reason();  // an early stop of the first pass is moot now
       }
       *event.mutable_candidate() = c;
       emit(reply.ok() ? AutotuneProgress::EVENT_REMEASURED

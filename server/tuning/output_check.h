@@ -5,6 +5,8 @@
 //   |got - expected| <= atol + rtol * |expected|
 //   f64 1e-9/1e-9, f32 1e-3/1e-3, f16 and bf16 2e-2/2e-2, f8 1.5e-1/1.5e-1;
 //   integers and bools exactly; NaN only where the reference has NaN.
+// A tensor the worker marks unchanged (an input the kernel left alone)
+// matches only one the reference also left alone.
 #ifndef KILN_SERVER_TUNING_OUTPUT_CHECK_H_
 #define KILN_SERVER_TUNING_OUTPUT_CHECK_H_
 

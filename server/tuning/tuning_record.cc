@@ -86,7 +86,9 @@ std::string FormatCandidateTable(const kiln::v1::AutotuneResult& result) {
           c->runs(),
           best > 0 ? absl::StrFormat("%.2fx", c->median_us() / best)
                    : std::string("-"),
-          c->label() == result.best_label() ? "  <- chosen" : "");
+          c->label() == result.best_label() ? "  <- chosen"
+          : c->reason().empty()             ? ""
+                                            : "  " + c->reason());
     } else {
       absl::StrAppendFormat(
           &out, "%-*s  %-8s %12s  %-25s %5s  %s\n", static_cast<int>(width),

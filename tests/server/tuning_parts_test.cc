@@ -141,6 +141,29 @@ TEST(OutputCheckTest, ToleranceDependsOnTheDtype) {
   EXPECT_THAT(CompareOutputs(Tensors(), he), HasSubstr("returned 0 tensors"));
 }
 
+TEST(OutputCheckTest, UntouchedInputsMatchOnlyUntouchedInputs) {
+  kiln::bench::v1::Tensor kept;
+  kept.set_name("C");
+  kept.set_dtype("f32");
+  kept.set_unchanged(true);
+  const float e[2] = {1.0f, 2.0f};
+  Tensors both_kept, written, also_kept;
+  *both_kept.Add() = kept;
+  *also_kept.Add() = kept;
+  *written.Add() = Tensor("f32", e, sizeof e);
+  EXPECT_EQ(CompareOutputs(also_kept, both_kept), "");
+  EXPECT_EQ(CompareOutputs(written, both_kept),
+            "wrote C, which the reference leaves as it was");
+  EXPECT_EQ(CompareOutputs(both_kept, written),
+            "left C as it was, which the reference writes");
+  // Bit-identical tensors match at once; a NaN in both is fine too.
+  const float n[2] = {NAN, 2.0f};
+  Tensors nan_a, nan_b;
+  *nan_a.Add() = Tensor("f32", n, sizeof n);
+  *nan_b.Add() = Tensor("f32", n, sizeof n);
+  EXPECT_EQ(CompareOutputs(nan_a, nan_b), "");
+}
+
 TEST(ResourceCheckTest, GpuLimitsPruneAndTheCpuHasNone) {
   std::string big = kMetadata;
   big.replace(big.find("target cpu"), 10, "target sm_90");

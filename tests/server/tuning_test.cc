@@ -244,6 +244,45 @@ TEST_F(AutotunerTest, ChoosesTheFastestStoresItAndReusesIt) {
   EXPECT_EQ(Last().result().tuning_key(), result.tuning_key());
 }
 
+// R repeats the same work: R = 200 is far slower and computes the same.
+constexpr char kRepeat[] = R"(
+kernel repeat(X: f32[N], Y: f32[N], a: f32)
+  tune R in [1, 200]
+  grid(ceildiv(N, 64)) threads(32) (bx) {
+  alloc fragment T: f32[64]
+  alloc fragment U: f32[64]
+  copy X[bx * 64:+64] -> T
+  for r in serial(R) {
+    parallel (i) in (64) {
+      U[i] = T[i] * a
+    }
+  }
+  copy U -> Y[bx * 64:+64]
+}
+)";
+
+TEST_F(AutotunerTest, ACandidateThatCannotWinStopsBeingTimedEarly) {
+  kiln::v1::AutotuneRequest request = Request(kRepeat, 1 << 16);
+  request.mutable_options()->set_min_runs(40);
+  request.mutable_options()->set_min_time_ms(1);
+  request.mutable_options()->set_remeasure_top(1);
+  ASSERT_TRUE(Tune(request).ok()) << events_.back().message();
+  const CandidateResult& fast = Candidate("R=1");
+  const CandidateResult& slow = Candidate("R=200");
+  EXPECT_EQ(Last().result().best_label(), "R=1");
+  EXPECT_EQ(slow.status(), kiln::v1::CANDIDATE_STATUS_BENCHMARKED);
+  EXPECT_GT(slow.median_us(), 1.5 * fast.median_us());
+  // Its timing stopped after three runs; it was not among the fastest
+  // measured again.
+  EXPECT_THAT(slow.reason(), HasSubstr("timing stopped after 3 runs"));
+  EXPECT_EQ(slow.runs(), 3);
+  EXPECT_FALSE(slow.remeasured());
+  EXPECT_EQ(fast.reason(), "");
+  EXPECT_GE(fast.runs(), 40);
+  EXPECT_THAT(FormatCandidateTable(Last().result()),
+              HasSubstr("timing stopped after 3 runs"));
+}
+
 TEST_F(AutotunerTest, ACrashingCandidateFailsAloneAndTheWorkerRestarts) {
   kiln::v1::AutotuneRequest r = Request(Scale3());
   (*r.mutable_options()->mutable_faults())["B=32"] = "crash";
