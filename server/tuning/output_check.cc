@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstring>
 #include <optional>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "runtime/kernel_metadata.h"
@@ -24,6 +25,20 @@ double HalfToDouble(uint16_t h) {
     v = std::ldexp(1024 + mantissa, exp - 25);
   }
   return sign ? -v : v;
+}
+
+// Every f16 value as a float, made once: outputs of GEMM shapes hold tens
+// of millions of elements, and std::ldexp per element costs more than the
+// rest of the comparison.
+float HalfToFloat(uint16_t h) {
+  static const std::vector<float>* const table = [] {
+    auto* t = new std::vector<float>(65536);
+    for (uint32_t v = 0; v < 65536; ++v) {
+      (*t)[v] = static_cast<float>(HalfToDouble(static_cast<uint16_t>(v)));
+    }
+    return t;
+  }();
+  return (*table)[h];
 }
 
 double E4M3ToDouble(uint8_t b) {
@@ -62,7 +77,7 @@ double Element(DType dtype, const std::string& data, size_t i) {
     case DType::kU32:
       return load(uint32_t{});
     case DType::kF16:
-      return HalfToDouble(load(uint16_t{}));
+      return HalfToFloat(load(uint16_t{}));
     case DType::kBF16: {
       const uint32_t bits = static_cast<uint32_t>(load(uint16_t{})) << 16;
       float f;
@@ -72,7 +87,7 @@ double Element(DType dtype, const std::string& data, size_t i) {
     case DType::kF8E4M3:
       return E4M3ToDouble(load(uint8_t{}));
     case DType::kF8E5M2:
-      return HalfToDouble(static_cast<uint16_t>(load(uint8_t{}) << 8));
+      return HalfToFloat(static_cast<uint16_t>(load(uint8_t{}) << 8));
     case DType::kF32:
       return load(float{});
     case DType::kF64:
