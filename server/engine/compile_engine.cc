@@ -319,8 +319,15 @@ absl::StatusOr<KernelHandle> CompileEngine::DoCompile(
   --flight->waiters;
   if (!flight->done && cancelled) {
     if (flight->waiters == 0 && !flight->started) {
-      // Nobody wants it any more and no worker has it: drop it.
+      // Nobody wants it any more and no worker has it: drop it, and its
+      // cluster lease if it took one while parked.
       Unqueue(flight);
+      if (flight->holds_lease) {
+        flight->holds_lease = false;
+        leased_.erase(std::remove(leased_.begin(), leased_.end(), flight),
+                      leased_.end());
+        cache_->remote()->ReleaseLease(flight->digest, flight->lease_token);
+      }
       Finish(flight, absl::CancelledError("compile cancelled"));
     }
     return absl::CancelledError(absl::StrCat(

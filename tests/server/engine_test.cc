@@ -839,6 +839,38 @@ TEST_F(ClusterEngineTest, WaitingForAnotherDaemonCanBeCancelledOrShutDown) {
   EXPECT_EQ(fake.calls, 1);
 }
 
+TEST_F(ClusterEngineTest, ACancelledCompileGivesBackTheLeaseItTookWhileQueued) {
+  FakeCompiler fake;
+  fake.delay = absl::Milliseconds(1500);
+  CompileEngineOptions options;
+  options.worker_threads = 1;
+  Daemon b = Start("b", fake, options);
+  const std::string key = *b.engine->KeyFor(Request());
+  const std::string lease = "kiln:lease:v1:" + key;
+  // Another daemon holds the lease for 600 ms more, then dies.
+  ASSERT_TRUE(*Raw()->SetIfAbsent(lease, "L1 dying-daemon",
+                                  absl::Milliseconds(600), nullptr));
+  CompileRequest waiting = Request();
+  const absl::Time give_up = absl::Now() + absl::Milliseconds(1100);
+  waiting.cancelled = [give_up] { return absl::Now() > give_up; };
+  absl::Status waited;
+  std::thread waiter([&] { waited = b.engine->Compile(waiting).status(); });
+  while (b.engine->Stats().cluster_waits == 0) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  // Parked; now the one worker gets busy with another kernel, so that the
+  // lease, taken over when it expires, waits in the queue with its flight
+  // until the request gives up.
+  std::thread busy([&] { EXPECT_TRUE(b.engine->Compile(Renamed(1)).ok()); });
+  waiter.join();
+  EXPECT_EQ(waited.code(), absl::StatusCode::kCancelled) << waited;
+  b.cache->remote()->Flush();
+  EXPECT_FALSE(Raw()->Get(lease)->has_value())
+      << "the cancelled compile kept its lease: " << **Raw()->Get(lease);
+  busy.join();
+  EXPECT_EQ(fake.calls, 1);
+}
+
 TEST_F(ClusterEngineTest, WithoutLeasesEveryDaemonCompilesItsOwnMisses) {
   FakeCompiler fake_a, fake_b;
   CompileEngineOptions options;
