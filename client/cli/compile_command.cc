@@ -73,7 +73,7 @@ void Run(const CompileArgs& args) {
   }
   if (!needs_compiler && !args.local) {
     if (std::unique_ptr<client::Client> daemon =
-            DaemonForCompile(args.daemon)) {
+            DaemonForCompile("kiln compile", args.daemon)) {
       CompileThroughDaemon(*daemon, *text, args.file, args.kernel, args.target,
                            ParseBindings(args.defines, "kiln compile", "-D"),
                            args.emit == "metadata", args.output);
@@ -168,14 +168,7 @@ void RegisterCompileCommand(CLI::App& app) {
                 "GPU targets: print the kernel plan (launch and walk order, "
                 "pipeline and warp roles, clusters, epilogue, shared memory, "
                 "fragment layouts) that code generation renders");
-  cmd->add_option("--daemon", args->daemon,
-                  "Compile through the kilnd at this address (unix:PATH, "
-                  "/PATH or HOST:PORT). By default kiln compile uses the "
-                  "kilnd on the default socket when one is running, and "
-                  "compiles in process otherwise");
-  cmd->add_flag("--local", args->local,
-                "Compile in this process even when kilnd is running")
-      ->excludes("--daemon");
+  AddDaemonOptions(cmd, "Compile", &args->daemon, &args->local);
   cmd->callback([args] { Run(*args); });
 }
 

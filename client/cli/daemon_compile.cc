@@ -23,7 +23,8 @@ void PrintIndented(const std::string& text) {
   }
 }
 
-std::unique_ptr<client::Client> DaemonForCompile(const std::string& address) {
+std::unique_ptr<client::Client> DaemonForCompile(const std::string& command,
+                                                 const std::string& address) {
   const bool explicit_address = !address.empty();
   if (!explicit_address) {
     // Quietly in process when no daemon socket exists.
@@ -36,7 +37,7 @@ std::unique_ptr<client::Client> DaemonForCompile(const std::string& address) {
     return *std::move(client);
   }
   if (explicit_address) {
-    std::cerr << "kiln compile: error: "
+    std::cerr << command << ": error: "
               << (client.ok() ? "kilnd is not serving"
                               : std::string(client.status().message()))
               << "\n";
@@ -45,12 +46,24 @@ std::unique_ptr<client::Client> DaemonForCompile(const std::string& address) {
   return nullptr;  // a stale socket: compile in process
 }
 
+void AddDaemonOptions(CLI::App* cmd, const std::string& verb,
+                      std::string* daemon, bool* local) {
+  cmd->add_option("--daemon", *daemon,
+                  verb +
+                      " through the kilnd at this address (unix:PATH, /PATH "
+                      "or HOST:PORT). By default through the kilnd on the "
+                      "default socket when one is running, else in process");
+  cmd->add_flag("--local", *local,
+                verb + " in this process even when kilnd is running")
+      ->excludes("--daemon");
+}
+
 std::unique_ptr<client::Client> DaemonOrInProcess(const std::string& command,
                                                   const std::string& address,
                                                   bool local,
                                                   std::string* via) {
   std::unique_ptr<client::Client> client;
-  if (!local) client = DaemonForCompile(address);
+  if (!local) client = DaemonForCompile(command, address);
   if (client != nullptr) {
     *via = absl::StrCat("kilnd at ", client->target());
     return client;

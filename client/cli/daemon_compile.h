@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "CLI/CLI.hpp"
 #include "client/client.h"
 
 namespace kiln::cli {
@@ -16,9 +17,15 @@ namespace kiln::cli {
 void PrintIndented(const std::string& text);
 
 // The daemon to compile through: `address` when given (an unreachable one
-// is an error: exits 1), else the default socket when a daemon answers
-// there within half a second, else nullptr (compile in process).
-std::unique_ptr<client::Client> DaemonForCompile(const std::string& address);
+// is an error: exits 1, naming `command`), else the default socket when a
+// daemon answers there within half a second, else nullptr (compile in process).
+std::unique_ptr<client::Client> DaemonForCompile(const std::string& command,
+                                                 const std::string& address);
+
+// Adds --daemon ADDR and --local (excluding each other) to `cmd`; `verb`
+// ("Tune") begins their help.
+void AddDaemonOptions(CLI::App* cmd, const std::string& verb,
+                      std::string* daemon, bool* local);
 
 // The client a command works through: the daemon as DaemonForCompile finds
 // it (unless `local`), else the service in this process. `via` gets "kilnd

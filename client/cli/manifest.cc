@@ -164,12 +164,14 @@ absl::Status Located(const ManifestItem& item, const absl::Status& status) {
 absl::StatusOr<std::vector<cache::Digest>> ManifestKeys(
     const std::vector<ManifestItem>& items, cache::LocalStore& store,
     std::vector<std::string>* missing) {
+  // Keys found in the store (each looked up once), and what was not.
   std::set<std::string> keys;
   std::set<std::string> absent;
-  const auto want = [&](const std::string& key, const std::string& what) {
-    keys.insert(key);
+  const auto keep_if_cached = [&](const std::string& key) {
     absl::StatusOr<cache::Digest> digest = cache::Digest::Parse(key);
-    if (!digest.ok() || !store.Stat(*digest).ok()) absent.insert(what);
+    if (!digest.ok() || !store.Stat(*digest).ok()) return false;
+    keys.insert(key);
+    return true;
   };
   for (const ManifestItem& item : items) {
     if (item.target == "auto") {
@@ -182,23 +184,20 @@ absl::StatusOr<std::vector<cache::Digest>> ManifestKeys(
       absl::StatusOr<std::string> key =
           compiler::BinaryKey(item.ir_text, OptionsFor(item));
       if (!key.ok()) return Located(item, key.status());
-      want(*key, item.where);
+      if (!keep_if_cached(*key)) absent.insert(item.where);
       continue;
     }
     absl::StatusOr<server::tuning::TunePlan> plan =
         server::tuning::PlanTuning(TuneRequest(item), /*allow_faults=*/false);
     if (!plan.ok()) return Located(item, plan.status());
+    compiler::CompileOptions candidate = OptionsFor(item);
+    candidate.kernel = plan->kernel.name;
     for (const compiler::TunableValues& values : plan->space) {
-      ManifestItem candidate = item;
       candidate.bindings = plan->fixed;
       candidate.bindings.insert(values.begin(), values.end());
-      candidate.kernel = plan->kernel.name;
       absl::StatusOr<std::string> key =
-          compiler::BinaryKey(item.ir_text, OptionsFor(candidate));
-      if (!key.ok()) continue;  // a candidate the tuner would prune
-      if (store.Stat(*cache::Digest::Parse(*key)).ok()) {
-        keys.insert(*key);
-      }
+          compiler::BinaryKey(item.ir_text, candidate);
+      if (key.ok()) keep_if_cached(*key);  // else the tuner prunes it
     }
     // The tuning results: one per GPU model that tuned it here.
     cache::EntryFilter filter;
@@ -219,19 +218,14 @@ absl::StatusOr<std::vector<cache::Digest>> ManifestKeys(
     bool tuned = false;
     for (const std::string& sku : skus) {
       parts.sku = sku;
-      const std::string key = server::tuning::TuningKey(parts);
-      if (store.Stat(*cache::Digest::Parse(key)).ok()) {
-        keys.insert(key);
-        tuned = true;
-      }
+      tuned = keep_if_cached(server::tuning::TuningKey(parts)) || tuned;
     }
     if (!tuned) absent.insert(absl::StrCat(item.where, " (no tuning result)"));
   }
   if (missing != nullptr) missing->assign(absent.begin(), absent.end());
   std::vector<cache::Digest> out;
   for (const std::string& key : keys) {
-    absl::StatusOr<cache::Digest> digest = cache::Digest::Parse(key);
-    if (digest.ok() && store.Stat(*digest).ok()) out.push_back(*digest);
+    out.push_back(*cache::Digest::Parse(key));  // parsed above
   }
   return out;
 }

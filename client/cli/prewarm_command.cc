@@ -305,12 +305,7 @@ void RegisterPrewarmCommand(CLI::App& app) {
   cmd->add_flag("--compile-only", args->compile_only,
                 "Tunings compile their candidates and benchmark none, even "
                 "where a device is present");
-  cmd->add_option("--daemon", args->daemon,
-                  "Prewarm through the kilnd at this address (unix:PATH, "
-                  "/PATH or HOST:PORT)");
-  cmd->add_flag("--local", args->local,
-                "Prewarm in this process even when kilnd is running")
-      ->excludes("--daemon");
+  AddDaemonOptions(cmd, "Prewarm", &args->daemon, &args->local);
   cmd->callback([args] { Run(*args); });
 }
 

@@ -194,12 +194,7 @@ void RegisterTuneCommand(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--force", args->force,
                 "Tune again even when a result is stored");
-  cmd->add_option("--daemon", args->daemon,
-                  "Tune through the kilnd at this address (unix:PATH, /PATH "
-                  "or HOST:PORT)");
-  cmd->add_flag("--local", args->local,
-                "Tune in this process even when kilnd is running")
-      ->excludes("--daemon");
+  AddDaemonOptions(cmd, "Tune", &args->daemon, &args->local);
   cmd->callback([args] { Run(*args); });
 }
 

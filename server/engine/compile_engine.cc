@@ -322,10 +322,7 @@ absl::StatusOr<KernelHandle> CompileEngine::DoCompile(
       // Nobody wants it any more and no worker has it: drop it, and its
       // cluster lease if it took one while parked.
       Unqueue(flight);
-      if (flight->holds_lease) {
-        flight->holds_lease = false;
-        leased_.erase(std::remove(leased_.begin(), leased_.end(), flight),
-                      leased_.end());
+      if (DropLease(flight)) {
         cache_->remote()->ReleaseLease(flight->digest, flight->lease_token);
       }
       Finish(flight, absl::CancelledError("compile cancelled"));
@@ -415,6 +412,20 @@ void CompileEngine::Finish(const std::shared_ptr<Flight>& flight,
   if (it != flights_.end() && it->second == flight) flights_.erase(it);
 }
 
+void CompileEngine::HoldLease(const std::shared_ptr<Flight>& flight) {
+  flight->holds_lease = true;
+  flight->renewed = absl::Now();
+  leased_.push_back(flight);
+}
+
+bool CompileEngine::DropLease(const std::shared_ptr<Flight>& flight) {
+  if (!flight->holds_lease) return false;
+  flight->holds_lease = false;
+  leased_.erase(std::remove(leased_.begin(), leased_.end(), flight),
+                leased_.end());
+  return true;
+}
+
 bool CompileEngine::Unqueue(const std::shared_ptr<Flight>& flight) {
   if (auto pos = std::find(queue_.begin(), queue_.end(), flight);
       pos != queue_.end()) {
@@ -474,9 +485,7 @@ CompileEngine::LeaseStep CompileEngine::TakeLease(
   absl::MutexLock lock(&mu_);
   switch (lease.state) {
     case cache::RemoteTier::LeaseState::kAcquired:
-      flight->holds_lease = true;
-      flight->renewed = absl::Now();
-      leased_.push_back(flight);
+      HoldLease(flight);
       return LeaseStep::kCompile;
     case cache::RemoteTier::LeaseState::kHeld:
       // Another daemon compiles it: wait for its entry (ClusterLoop), and
@@ -502,11 +511,8 @@ void CompileEngine::EndLease(const std::shared_ptr<Flight>& flight,
   std::string token;
   {
     absl::MutexLock lock(&mu_);
-    if (!flight->holds_lease) return;
-    flight->holds_lease = false;
+    if (!DropLease(flight)) return;
     token = flight->lease_token;
-    leased_.erase(std::remove(leased_.begin(), leased_.end(), flight),
-                  leased_.end());
   }
   cache::RemoteTier* remote = cache_->remote();
   if (IsLastingFailure(status) &&
@@ -585,9 +591,7 @@ void CompileEngine::ClusterLoop() {
             case cache::RemoteTier::LeaseState::kAcquired:
               // The holder is done (its entry is stored) or gone: the
               // worker looks for the entry first.
-              f->holds_lease = true;
-              f->renewed = absl::Now();
-              leased_.push_back(f);
+              HoldLease(f);
               queue_.push_front(f);
               break;
             case cache::RemoteTier::LeaseState::kFailed:

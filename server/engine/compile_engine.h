@@ -232,6 +232,12 @@ class CompileEngine {
   // Renews held leases and looks at the parked flights' leases, every
   // cluster_poll until Shutdown.
   void ClusterLoop();
+  // `flight` holds its cluster lease now (renewed by ClusterLoop) / no
+  // longer; DropLease says whether it held it.
+  void HoldLease(const std::shared_ptr<Flight>& flight)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool DropLease(const std::shared_ptr<Flight>& flight)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Takes `flight` out of the queue or the parked list, if it is there,
   // counting it no longer pending; whether it was there.
   bool Unqueue(const std::shared_ptr<Flight>& flight)
