@@ -17,6 +17,7 @@
 #include "compiler/ir/const_fold.h"
 #include "compiler/ir/diagnostic.h"
 #include "compiler/ir/format.h"
+#include "compiler/ir/pipeline_stages.h"
 #include "compiler/passes/passes.h"
 
 namespace kiln::compiler {
@@ -48,34 +49,13 @@ class GpuPlanPass : public Pass {
 };
 
 // Pipelined loops stay in the IR on GPU targets: the code generator turns
-// them into a multi-stage shared-memory ring. This pass checks the stage
-// count.
-absl::Status CheckStages(const Block& block) {
-  for (const Stmt& s : block) {
-    if (auto* f = std::get_if<ForStmt>(&s.node)) {
-      if (f->loop == LoopKind::kPipelined) {
-        auto stages = f->stages ? FoldInt(*f->stages) : std::nullopt;
-        if (!stages || *stages < 1 || *stages > 8) {
-          return LocatedError(
-              s.loc, "pipelined loop needs a constant stage count in 1..8");
-        }
-      }
-      absl::Status st = CheckStages(f->body);
-      if (!st.ok()) return st;
-    } else if (auto* i = std::get_if<IfStmt>(&s.node)) {
-      absl::Status st = CheckStages(i->then_body);
-      if (st.ok()) st = CheckStages(i->else_body);
-      if (!st.ok()) return st;
-    }
-  }
-  return absl::OkStatus();
-}
-
+// them into a multi-stage shared-memory ring. This pass checks their stage
+// counts (the rule every target shares, CheckPipelineStages).
 class GpuPipelineLoopsPass : public Pass {
  public:
   std::string_view name() const override { return "pipeline-loops"; }
   absl::Status Run(Kernel& k, PassContext&) override {
-    return CheckStages(k.body);
+    return CheckPipelineStages(k.body);
   }
 };
 

@@ -1,12 +1,12 @@
 // Software pipelining of `pipelined` loops.
 //
-// 1. Check the stage count (an integer 1..8 after specialisation).
+// 1. Check the stage counts (CheckPipelineStages: an integer 1..8 after
+//    specialisation).
 // 2. On targets where one thread runs the whole block (CPU), copies cannot
 //    overlap compute, so the loop becomes a plain serial loop. GPU targets
 //    rewrite it into a multi-stage ring of asynchronous copies (CUDA target).
-#include "compiler/ir/const_fold.h"
-#include "compiler/ir/diagnostic.h"
 #include "compiler/ir/format.h"
+#include "compiler/ir/pipeline_stages.h"
 #include "compiler/passes/passes.h"
 
 namespace kiln::compiler {
@@ -17,11 +17,6 @@ absl::Status Rewrite(Block& block) {
     absl::Status st = absl::OkStatus();
     if (auto* f = std::get_if<ForStmt>(&s.node)) {
       if (f->loop == LoopKind::kPipelined) {
-        auto stages = f->stages ? FoldInt(*f->stages) : std::nullopt;
-        if (!stages || *stages < 1 || *stages > 8) {
-          return LocatedError(
-              s.loc, "pipelined loop needs a constant stage count in 1..8");
-        }
         f->loop = LoopKind::kSerial;
         f->stages.reset();
       }
@@ -45,6 +40,8 @@ class PipelineLoopsPass : public Pass {
       return absl::UnimplementedError(
           StrCat("target '", ctx.target, "' has no loop pipelining yet"));
     }
+    absl::Status st = CheckPipelineStages(k.body);
+    if (!st.ok()) return st;
     return Rewrite(k.body);
   }
 };

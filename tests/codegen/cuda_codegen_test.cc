@@ -876,6 +876,45 @@ TEST(CudaCodegenTest, GemmEpilogueStoresThroughTma) {
   EXPECT_THAT(plain->device_source, HasSubstr("kiln::r2g_acc<float"));
 }
 
+// Where the shared-memory plan leaves no room for the Hopper extras, the
+// emitter prints what the plan says: two-warpgroup causal attention with
+// three K/V stages fills 224 KiB with its tiles, so the accumulator is
+// stored from registers (no staging chunks, no tensor map of O) and Q has
+// one slot; the kernel launches with the plan's bytes.
+TEST(CudaCodegenTest, NoRoomLeftKeepsTheRegisterStoresAndOneQSlot) {
+  if (!HaveNvrtc()) GTEST_SKIP() << "NVRTC is not installed on this host";
+  // (Two warpgroups over a 128 x 128 score tile, outside the corpus bound.)
+  const std::string source = absl::StrReplaceAll(
+      ReadFile(std::filesystem::path(KILN_CORPUS_DIR) /
+               "flash_attention_fwd.tile"),
+      {{"threads(128)", "threads(256)"},
+       {"BM * BN <= 8192", "BM * BN <= 16384"},
+       {"tune STAGES in [1, 2]", "tune STAGES in [1, 2, 3]"}});
+  for (const auto& [stages, room] :
+       std::vector<std::pair<int64_t, bool>>{{2, true}, {3, false}}) {
+    SCOPED_TRACE(stages);
+    CompileOptions o;
+    o.target = "sm_90a";
+    o.kernel = "flash_attention_fwd_causal";
+    o.bindings = {{"BM", 128}, {"BN", 128}, {"STAGES", stages}};
+    absl::StatusOr<CompiledKernel> out = Compile(source, o);
+    ASSERT_TRUE(out.ok()) << out.status();
+    absl::StatusOr<runtime::KernelMetadata> md =
+        runtime::ParseKernelMetadata(out->metadata);
+    ASSERT_TRUE(md.ok()) << md.status();
+    // Q, K, V and (with room) O.
+    EXPECT_EQ(md->tensor_maps.size(), room ? 4u : 3u);
+    EXPECT_EQ(out->device_source.find("r2g_acc_tma") != std::string::npos,
+              room);
+    EXPECT_THAT(out->device_source,
+                HasSubstr(absl::StrCat(
+                    "constexpr int kiln_qslots = ", room ? 2 : 1, ";")));
+    // Q, then K and V with their stages (32 KiB each), then the extras.
+    const int64_t tiles = 32768 * (1 + 2 * stages);
+    EXPECT_EQ(md->shared_bytes, tiles + (room ? 32768 + 32768 : 0) + 1024);
+  }
+}
+
 // The FP8 GEMM asks for cluster(2, 1, 1): its persistent blocks walk the
 // tiles in pairs along x, each loading half of the A tile (a tensor map of
 // half the rows) and multicasting it to both; each consumer warp frees a

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "compiler/codegen/gpu/kernel_plan.h"
 #include "compiler/codegen/gpu/trip_trend.h"
 #include "compiler/compile.h"
@@ -282,6 +283,94 @@ TEST(RingPlanTest, ACopyTheRingCannotIssueAheadStaysInTheBody) {
   auto one = PlanOf(Gemm("stages=3", "stages=1"), "sm_80");
   ASSERT_TRUE(one.ok()) << one.status();
   EXPECT_THAT(*one, Not(HasSubstr("ring over loop")));
+}
+
+// ------------------------------------------------------------ shared layout
+
+// The `shared memory` section of a plan (up to the next section).
+std::string SharedSection(const std::string& plan) {
+  const size_t from = plan.find("shared memory");
+  const size_t to = plan.find("\nfragments", from);
+  return plan.substr(from, to - from);
+}
+
+TEST(SharedLayoutTest, TilesThenEachRingsFurtherStagesThenTheLaunchedSize) {
+  for (const auto& [stages, hi] :
+       std::map<std::string, std::string>{{"2", "24576"}, {"4", "40960"}}) {
+    SCOPED_TRACE(stages);
+    auto plan = PlanOf(Gemm("stages=3", "stages=" + stages), "sm_80");
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    const int64_t s = std::stoll(stages);
+    // 128 x 32 and 32 x 128 f16 tiles: 8 KiB each per stage.
+    EXPECT_THAT(SharedSection(*plan),
+                HasSubstr(absl::StrCat("  A_shared        [0, 8192)\n"
+                                       "  B_shared        [8192, 16384)\n"
+                                       "  A_shared stages 1..",
+                                       s - 1, " [16384, ", hi, ")\n")));
+    EXPECT_THAT(
+        SharedSection(*plan),
+        HasSubstr(absl::StrCat("launched        ", 16384 * s, " bytes")));
+  }
+}
+
+TEST(SharedLayoutTest, ATileWhoseLifeMeetsNoOtherTakesTheirBytes) {
+  // sm_80 attention: O_shared, written after the loop, reuses Q_shared's
+  // bytes; K and V, live together with Q, do not.
+  auto plan = PlanOf(Attention(), "sm_80");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const std::string sh = SharedSection(*plan);
+  EXPECT_THAT(sh, HasSubstr("  Q_shared        [0, 32768)\n"));
+  EXPECT_THAT(sh, HasSubstr("  K_shared        [32768, 65536)\n"));
+  EXPECT_THAT(sh, HasSubstr("  O_shared        [0, 32768)\n"));
+  // Warp-specialised, nothing shares (the producer writes behind the
+  // consumers' barriers), and the tiles are 1024-aligned wgmma operands.
+  auto hopper = PlanOf(Attention(), "sm_90a");
+  ASSERT_TRUE(hopper.ok()) << hopper.status();
+  EXPECT_THAT(SharedSection(*hopper), HasSubstr("one region per tile"));
+  EXPECT_THAT(SharedSection(*hopper), Not(HasSubstr("O_shared")));
+}
+
+TEST(SharedLayoutTest, HopperExtrasTakeOnlyTheRoomLeft) {
+  // Two K/V stages: the TMA store staging (2 x 8 KiB per consumer
+  // warpgroup) and Q's second slot both fit in 227 KiB.
+  auto two = PlanOf(Attention(), "sm_90a");
+  ASSERT_TRUE(two.ok()) << two.status();
+  EXPECT_THAT(SharedSection(*two),
+              HasSubstr("  TMA store staging [163840, 196608)\n"
+                        "  Q_shared (second slot) [196608, 229376)\n"
+                        "  launched        230400 bytes"));
+  EXPECT_THAT(*two, HasSubstr("  TMA stores      acc_o -> Output\n"));
+  // Three stages leave room for neither: the stores stay in registers
+  // (no map for Output), Q keeps one slot, and the kernel still fits.
+  auto three = PlanOf(Attention("stages=2", "stages=3"), "sm_90a");
+  ASSERT_TRUE(three.ok()) << three.status();
+  const std::string sh = SharedSection(*three);
+  EXPECT_THAT(sh, HasSubstr("  K_shared stages 1..2 [98304, 163840)\n"
+                            "  V_shared stages 1..2 [163840, 229376)\n"
+                            "  launched        230400 bytes"));
+  EXPECT_THAT(sh, Not(HasSubstr("staging")));
+  EXPECT_THAT(sh, Not(HasSubstr("second slot")));
+  EXPECT_THAT(*three, HasSubstr("  TMA stores      none\n"));
+  EXPECT_THAT(*three, Not(HasSubstr("Output, box")));
+  EXPECT_THAT(*three, HasSubstr("2: V, box"));
+}
+
+TEST(SharedLayoutTest, TensorMapsInTheOrderTheKernelTakesThem) {
+  auto plan = PlanOf(Gemm(), "sm_90a");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_THAT(*plan,
+              HasSubstr("tensor maps\n"
+                        "  0: A, box 32 x 128 (innermost first), 64-byte "
+                        "swizzle\n"
+                        "  1: B, box 64 x 32 (innermost first), 128-byte "
+                        "swizzle\n"
+                        "  2: C, box 64 x 64 (innermost first), 128-byte "
+                        "swizzle\n"
+                        "  TMA stores      C_local -> C\n"));
+  // Without the Hopper path there are none.
+  auto ampere = PlanOf(Gemm(), "sm_80");
+  ASSERT_TRUE(ampere.ok()) << ampere.status();
+  EXPECT_THAT(*ampere, Not(HasSubstr("tensor maps")));
 }
 
 // ------------------------------------------------------------ thread-owned

@@ -1,5 +1,8 @@
 #include "compiler/codegen/gpu/kernel_plan.h"
 
+#include <algorithm>
+
+#include "absl/strings/str_join.h"
 #include "compiler/ir/format.h"
 
 namespace kiln::compiler::gpu {
@@ -94,6 +97,52 @@ std::string PrintPlan(const KernelPlan& p) {
             p.shared.alias ? "tiles with disjoint lives share bytes"
                            : "one region per tile",
             "\n");
+  const SharedPlan& sh = p.shared;
+  if (sh.scratch_bytes > 0) {
+    StrAppend(&s, "  reduction       [0, ", sh.scratch_bytes, ")\n");
+  }
+  std::set<std::string> placed;
+  for (const SharedRegion& r : sh.regions) {
+    std::string what = r.name;
+    if (r.name == "kiln_tma_staging") {
+      what = "TMA store staging";
+    } else if (r.name.rfind("kiln_qoff", 0) == 0) {
+      const size_t i = std::stoul(r.name.substr(9));
+      what = StrCat(i < p.ws.preload_tiles.size() ? p.ws.preload_tiles[i] : "?",
+                    " (second slot)");
+    } else if (!placed.insert(r.name).second) {
+      int64_t stages = 0;
+      for (const RingPlan& ring : p.rings) {
+        if (std::count(ring.tiles.begin(), ring.tiles.end(), r.name)) {
+          stages = ring.stages;
+        }
+      }
+      what += StrCat(" stages 1..", stages - 1);
+    }
+    StrAppend(
+        &s, "  ", what,
+        std::string(std::max<size_t>(16 - std::min<size_t>(what.size(), 15), 1),
+                    ' '),
+        "[", r.lo, ", ", r.hi, ")\n");
+  }
+  StrAppend(&s, "  launched        ", sh.dynamic_bytes, " bytes\n");
+  if (!p.tma.maps.empty()) {
+    StrAppend(&s, "tensor maps\n");
+    for (size_t i = 0; i < p.tma.maps.size(); ++i) {
+      const TensorMapSpec& m = p.tma.maps[i];
+      std::vector<std::string> box;
+      for (int64_t b : m.box) box.push_back(StrCat(b));
+      StrAppend(&s, "  ", i, ": ", m.param, ", box ", absl::StrJoin(box, " x "),
+                " (innermost first), ", m.swizzle, "-byte swizzle\n");
+    }
+    std::vector<std::string> stores;
+    for (const auto& [stmt, spec] : p.tma.stores) {
+      stores.push_back(
+          StrCat(std::get<CopyStmt>(stmt->node).src.name, " -> ", spec.param));
+    }
+    std::sort(stores.begin(), stores.end());
+    StrAppend(&s, "  TMA stores      ", Join(stores), "\n");
+  }
   StrAppend(&s, "fragments\n");
   for (const auto& [tile, layout] : p.fragments.Describe()) {
     StrAppend(&s, "  ", tile, ": ", layout, "\n");

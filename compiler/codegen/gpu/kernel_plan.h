@@ -17,6 +17,7 @@
 
 #include "compiler/codegen/gpu/fragment_plan.h"
 #include "compiler/codegen/gpu/trip_trend.h"
+#include "compiler/codegen/metadata_writer.h"
 #include "compiler/ir/ir.h"
 
 namespace kiln::compiler::gpu {
@@ -130,12 +131,49 @@ struct EpiloguePlan {
   std::vector<std::string> descriptions;  // "acc_o -> O (Os elided)"
 };
 
+// One placed byte range of the block's dynamic shared memory.
+struct SharedRegion {
+  std::string name;  // a tile, or kiln_qoff<i> (a per-tile load's 2nd slot)
+  int64_t lo = 0, hi = 0;  // bytes [lo, hi) from the window's base
+};
+
 struct SharedPlan {
   // Tiles with disjoint lives share bytes (no asynchronous reader behind
   // the barriers: no warp specialisation, no wgmma).
   bool alias = false;
   // Each shared tile's life: the top-level statements using it.
   std::map<std::string, std::pair<int, int>> lives;
+
+  // Placement (PlanSharedLayout), in bytes from the window's base (aligned
+  // to 1024 bytes at run time when wgmma tiles are placed).
+  int64_t scratch_bytes = 0;              // cross-warp reduction scratch, at 0
+  std::map<std::string, int64_t> offset;  // shared tile (stage 0)
+  std::map<std::string, int64_t> slot_bytes;  // its bytes, aligned
+  // A ring tile's stages 1 .. S - 1, adjacent slots from this offset.
+  std::map<std::string, int64_t> ring_offset;
+  // The TMA stores' staging chunks (two 8 KiB per consumer warpgroup);
+  // -1: the window had no room, the accumulators are stored from
+  // registers.
+  int64_t tma_staging = -1;
+  // The second slot of each per-tile load (ws.preload_tiles order); empty:
+  // one slot (no room for two).
+  std::vector<int64_t> preload_slots;
+  std::vector<SharedRegion> regions;  // every placed range, in order
+  int64_t window_bytes = 0;           // the end of the last range
+  // Dynamic shared memory to launch with: the window, plus 1 KiB to align
+  // its base where wgmma tiles need it.
+  int64_t dynamic_bytes = 0;
+};
+
+// The Hopper tensor maps (TMA) a warp-specialised kernel takes, as kernel
+// parameters kiln_map0.. built by the runtime from the metadata.
+struct TmaPlan {
+  std::vector<TensorMapSpec> maps;  // in the order the kernel takes them
+  // Copies of a warpgroup accumulator to a tensor (for a staged pair, its
+  // first copy) that go out through the staging chunks with TMA stores,
+  // and their maps. Empty when the window had no room for the chunks
+  // (shared.tma_staging).
+  std::map<const Stmt*, TensorMapSpec> stores;
 };
 
 struct KernelPlan {
@@ -145,6 +183,7 @@ struct KernelPlan {
   WarpSpecialisedPlan ws;
   EpiloguePlan epilogue;
   SharedPlan shared;
+  TmaPlan tma;
   std::vector<RingPlan> rings;  // pipelined loops with a ring, body order
 
   bool WarpSpecialised() const { return ws.loop != nullptr; }

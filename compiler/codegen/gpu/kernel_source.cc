@@ -480,69 +480,12 @@ absl::Status Emitter::EmitTileOp(const Stmt& s) {
       s.node);
 }
 
-namespace {
-
-// Calls fn on the statement and every statement in its loop and branch
-// bodies (or on every statement of a block, nested ones included).
-void ForEachNestedStmt(const Stmt& s,
-                       const std::function<void(const Stmt&)>& fn);
-void ForEachNestedStmt(const Block& b,
-                       const std::function<void(const Stmt&)>& fn) {
-  for (const Stmt& s : b) ForEachNestedStmt(s, fn);
-}
-void ForEachNestedStmt(const Stmt& s,
-                       const std::function<void(const Stmt&)>& fn) {
-  fn(s);
-  if (auto* f = std::get_if<ForStmt>(&s.node)) ForEachNestedStmt(f->body, fn);
-  if (auto* i = std::get_if<IfStmt>(&s.node)) {
-    ForEachNestedStmt(i->then_body, fn);
-    ForEachNestedStmt(i->else_body, fn);
-  }
-}
-
-}  // namespace
-
-int64_t Emitter::PlaceShared(const std::string& name, int64_t bytes,
-                             int64_t align) {
-  auto live = kp_.shared.lives.find(name);
-  int64_t off = RoundUp(smem_bytes_, align);
-  if (kp_.shared.alias && live != kp_.shared.lives.end()) {
-    // First fit: the lowest offset (the base, or the end of a placed tile)
-    // clear of every placed tile whose life meets this one's.
-    auto meets = [&](const SmemRegion& r) {
-      auto o = kp_.shared.lives.find(r.name);
-      return o == kp_.shared.lives.end() ||
-             (o->second.first <= live->second.second &&
-              live->second.first <= o->second.second);
-    };
-    std::vector<int64_t> starts = {RoundUp(alloc_base_, align)};
-    for (const SmemRegion& r : regions_) starts.push_back(RoundUp(r.hi, align));
-    std::sort(starts.begin(), starts.end());
-    for (int64_t c : starts) {
-      bool clear = true;
-      for (const SmemRegion& r : regions_) {
-        if (meets(r) && c < r.hi && r.lo < c + bytes) {
-          clear = false;
-          break;
-        }
-      }
-      if (clear) {
-        off = c;
-        break;
-      }
-    }
-  }
-  regions_.push_back({name, off, off + bytes});
-  smem_bytes_ = std::max(smem_bytes_, off + bytes);
-  return off;
-}
-
 bool Emitter::SameBytes(const std::string& a, const std::string& b) const {
   if (a == b) return true;
   if (!kp_.shared.alias) return false;
-  for (const SmemRegion& x : regions_) {
+  for (const SharedRegion& x : kp_.shared.regions) {
     if (x.name != a) continue;
-    for (const SmemRegion& y : regions_) {
+    for (const SharedRegion& y : kp_.shared.regions) {
       if (y.name == b && x.lo < y.hi && y.lo < x.hi) return true;
     }
   }
@@ -650,14 +593,15 @@ absl::Status Emitter::EmitAlloc(const AllocStmt& a) {
   if (b.pad && !b.dims.empty())
     padded = elems / b.dims.back() * (b.dims.back() + b.pad);
   const int64_t bytes = StorageBytes(a.dtype, padded);
-  // (A ring's extra stages are placed by EmitPipelined.)
-  const int64_t align = SmemAlign(a.name);
-  const int64_t slot = RoundUp(bytes, align);
-  const int64_t off = PlaceShared(a.name, slot, align);
-  smem_offsets_[a.name] = off;
+  auto off = kp_.shared.offset.find(a.name);
+  if (off == kp_.shared.offset.end() ||
+      kp_.shared.slot_bytes.at(a.name) < bytes) {
+    return absl::InternalError(StrCat("kernel '", k_.name, "': tile '", a.name,
+                                      "' has no planned place in shared "
+                                      "memory"));
+  }
   Line(StrCat(st, "* ", b.code, " = reinterpret_cast<", st, "*>(kiln_smem + ",
-              off, ");"));
-  slot_bytes_[a.name] = slot;
+              off->second, ");"));
   return absl::OkStatus();
 }
 
@@ -742,25 +686,8 @@ absl::StatusOr<KernelSource> Emitter::Run() {
   out.entry = "kiln_" + k_.name;
   out.threads = threads_;
   out.launch_threads = kp_.launch.launch_threads;
-  // Scratch for cross-warp row reductions of register fragments, and for
-  // the per-chunk partials of thread-owned row reductions (8 bytes each at
-  // most: reduce_op.cc).
-  int64_t scratch = 0;
-  ForEachNestedStmt(k_.body, [&](const Stmt& s) {
-    auto* r = std::get_if<ReduceStmt>(&s.node);
-    if (!r) return;
-    if (auto it = plan_.registers.find(r->src.name);
-        it != plan_.registers.end() && it->second.warps_n > 1) {
-      scratch = std::max(scratch, it->second.m * it->second.warps_n * 4);
-    }
-    if (auto it = plan_.owned.find(r->src.name); it != plan_.owned.end()) {
-      const OwnedFragment& o = it->second;
-      scratch = std::max(scratch, o.rows * o.cols / o.vec * 8);
-    }
-  });
+  // (The cross-warp reduction scratch is at 0: PlanSharedLayout.)
   scratch_offset_ = 0;
-  smem_bytes_ = RoundUp(scratch, kSmemAlign);
-  alloc_base_ = smem_bytes_;
 
   std::vector<std::string> params;
   std::vector<std::string> prologue;
@@ -913,7 +840,6 @@ absl::StatusOr<KernelSource> Emitter::Run() {
   }
   std::string body = std::move(out_);
   if (kp_.ws.loop) {
-    PlacePreSlots();
     auto producer = ProducerCode();
     if (!producer.ok()) return producer.status();
     // The consumers' tile loop around the program's body.
@@ -924,15 +850,15 @@ absl::StatusOr<KernelSource> Emitter::Run() {
     body.replace(body.find(producer_marker), producer_marker.size(), code);
     body += "  }\n";
     // TMA stores still reading their staging chunks finish first.
-    if (tma_stage_off_ >= 0) body += "  kiln::tma_store_drain();\n";
+    if (!kp_.tma.stores.empty()) body += "  kiln::tma_store_drain();\n";
     if (kp_.launch.cluster_x > 1) body += "  kiln::cluster_sync();\n";
     out.cluster_x = kp_.launch.cluster_x;
-    for (size_t m = 0; m < tensor_maps_.size(); ++m) {
+    for (size_t m = 0; m < kp_.tma.maps.size(); ++m) {
       params.push_back(
           StrCat("const __grid_constant__ kiln::TensorMap kiln_map", m));
     }
-    if (!tensor_maps_.empty()) params.push_back("int kiln_tma");
-    out.tensor_maps = tensor_maps_;
+    if (!kp_.tma.maps.empty()) params.push_back("int kiln_tma");
+    out.tensor_maps = kp_.tma.maps;
     out.persistent = kp_.launch.persistent;
     // The ring's mbarriers, as ptxas places them (a 1 KiB static block).
     out.static_shared_bytes = 1024;
@@ -969,12 +895,11 @@ absl::StatusOr<KernelSource> Emitter::Run() {
     src +=
         "  unsigned char* const kiln_smem = kiln_smem_raw + ((1024u - "
         "kiln::smem_addr(kiln_smem_raw) % 1024u) % 1024u);\n";
-    smem_bytes_ += 1024;
   }
   src += body;
   src += "}\n";
   out.source = std::move(src);
-  out.shared_bytes = smem_bytes_;
+  out.shared_bytes = kp_.shared.dynamic_bytes;
   return out;
 }
 

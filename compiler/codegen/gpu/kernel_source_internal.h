@@ -150,7 +150,7 @@ class Emitter {
   void Sync(const std::set<std::string>& r, const std::set<std::string>& w) {
     bool need = false;
     // (A buffer conflicts with itself and with the tiles sharing its
-    // bytes: PlaceShared.)
+    // bytes: PlanSharedLayout.)
     auto hits = [&](const std::string& n, const std::set<std::string>& pend) {
       for (const std::string& m : pend) {
         if (SameBytes(n, m)) return true;
@@ -270,12 +270,13 @@ class Emitter {
   // test that it is whole (g2s_tile_whole).
   enum class G2sMode { kCopy, kCopyWhole, kTestWhole };
   G2sMode g2s_mode_ = G2sMode::kCopy;
-  // The tensor map (index into tensor_maps_) through which a register
+  // The tensor map (index into kp_.tma.maps) through which a register
   // accumulator `acc` is stored to global region `g` (its rows along dim
   // `row_dim`, its columns along the innermost dim) with TMA
-  // (kiln::r2g_acc_tma), placing the staging chunks on first use; -1 where
-  // that path does not apply.
-  int TmaStoreMap(const Access& g, size_t row_dim, const Buf& acc);
+  // (kiln::r2g_acc_tma) into the planned staging chunks; -1 where that
+  // path does not apply or the chunks had no room.
+  absl::StatusOr<int> TmaStoreMap(const Access& g, size_t row_dim,
+                                  const Buf& acc);
   // A planned staged store (kp_.epilogue): `copy Acc -> X` then
   // `copy X -> G[...]` stored straight from the accumulator.
   absl::Status EmitStagedStore(const Stmt& first, const Stmt& second);
@@ -286,7 +287,7 @@ class Emitter {
   // The TMA loads of one ring copy (recorded while the consumer side is
   // emitted; the producer is emitted from them).
   struct TmaCopy {
-    int map = 0;                     // index into tensor_maps_
+    int map = 0;                     // index into kp_.tma.maps
     int rank = 2;                    // of the tensor map
     std::vector<std::string> coord;  // per map dim (innermost first), C++
     int64_t panels = 1, panel_elems = 0, panel_bytes = 0;
@@ -302,7 +303,7 @@ class Emitter {
     return n;
   }
   // The TMA copy of a whole tile of a tensor into a wgmma operand tile
-  // (its tensor map recorded in tensor_maps_); `half_rows` as above.
+  // (its tensor map planned in kp_.tma.maps); `half_rows` as above.
   absl::StatusOr<TmaCopy> MakeTmaCopy(const CopyStmt& c, int64_t half_rows);
   // The producer's loads of one tile copy into `dst` (C++ of a shared
   // address) completing on barrier `bar`.
@@ -350,10 +351,6 @@ class Emitter {
   // With `a_regs`, the form that takes A from registers.
   std::string WgmmaInstr(int64_t n, DType dtype, bool trans_a, bool trans_b,
                          bool a_regs = false);
-  // Shared-memory alignment of a tile (wgmma operands: 1024 bytes).
-  int64_t SmemAlign(const std::string& tile) const {
-    return plan_.wgmma_tiles.count(tile) ? 1024 : kSmemAlign;
-  }
   absl::Status EmitReduce(const ReduceStmt& r, const Loc& loc);
   absl::Status EmitCumsum(const CumsumStmt& c, const Loc& loc);
   absl::Status EmitAtomicAdd(const AtomicAddStmt& a, const Loc& loc);
@@ -386,9 +383,6 @@ class Emitter {
   int indent_ = 0;
   std::map<std::string, std::pair<std::string, Type>> vars_;
   std::map<std::string, Buf> bufs_;
-  std::map<std::string, int64_t> smem_offsets_;
-  std::map<std::string, int64_t> slot_bytes_;    // shared tile -> bytes
-  std::map<std::string, int64_t> ring_offsets_;  // ring tile -> stages 1..
   std::set<std::string> pend_r_, pend_w_;
   std::map<std::string, std::string> wgmma_instrs_;  // name -> definition
   // Inside a pipelined ring whose wgmma groups are waited for by the loop.
@@ -411,29 +405,7 @@ class Emitter {
   // read of them), so a tile's Q lands while the block finishes the one
   // before.
   std::vector<TmaCopy> ws_pre_copies_;  // (ring_off: the second slot's)
-  // Slots of those tiles: 2 where shared memory has room for a second copy
-  // (a tile's loads then go out while the block still works on the tile
-  // before), else 1. Decided once the kernel's other tiles are placed.
-  int ws_pre_slots_ = 1;
-  // Places the second slots where they fit (sets ws_pre_slots_).
-  void PlacePreSlots();
-  std::vector<TensorMapSpec> tensor_maps_;
-  // Shared-memory offset of the TMA stores' staging chunks; -1: none.
-  int64_t tma_stage_off_ = -1;
-  int64_t smem_bytes_ = 0;
   int64_t scratch_offset_ = -1;
-  // Shared tiles whose planned lives do not overlap share bytes where the
-  // plan says so (kp_.shared); regions_ holds each tile's byte ranges, for
-  // placement and for Sync.
-  struct SmemRegion {
-    std::string name;
-    int64_t lo = 0, hi = 0;  // bytes [lo, hi)
-  };
-  int64_t alloc_base_ = 0;  // above the reduction scratch
-  std::vector<SmemRegion> regions_;
-  // The offset for a tile of `bytes` (first fit among the tiles it may
-  // overlap), recorded in regions_; smem_bytes_ grows to cover it.
-  int64_t PlaceShared(const std::string& name, int64_t bytes, int64_t align);
   // Do two buffers share any byte (or are they the same buffer)?
   bool SameBytes(const std::string& a, const std::string& b) const;
   int64_t threads_ = 0;
@@ -470,6 +442,11 @@ bool ChunkedRows(DType tile, const std::vector<int64_t>& dims, int64_t pad,
 std::optional<std::array<size_t, 2>> TensorTileRegion(
     const std::vector<int64_t>& dims, const std::vector<bool>& free,
     const std::vector<Expr>& extents, bool inner_contiguous);
+// TensorTileRegion for a region of tensor parameter `p` as the emitter
+// addresses it (MakeAccess: a dim is free unless indexed; its extent the
+// slice's, or the tensor's for a whole dim).
+std::optional<std::array<size_t, 2>> ParamTileRegion(
+    const Param& p, const Region& r, const std::vector<int64_t>& dims);
 // Names used by a region (its buffer and the names in its slices).
 void RegionUses(const Region& r, std::set<std::string>* used);
 // Uses of names in `b` outside the statement `skip` (and what it nests).

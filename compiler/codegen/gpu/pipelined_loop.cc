@@ -10,6 +10,7 @@
 
 #include "compiler/codegen/gpu/kernel_source_internal.h"
 #include "compiler/codegen/gpu/stmt_access.h"
+#include "compiler/ir/pipeline_stages.h"
 
 namespace kiln::compiler::gpu::internal {
 
@@ -113,8 +114,8 @@ void UsesOutside(const Block& b, const Stmt* skip,
 
 std::string Emitter::RingSlot(const CopyStmt& c, const std::string& slot) {
   const Buf& b = bufs_.at(c.dst.name);
-  const int64_t elems =
-      slot_bytes_.at(c.dst.name) / std::max<int64_t>(1, DTypeBits(b.dtype) / 8);
+  const int64_t elems = kp_.shared.slot_bytes.at(c.dst.name) /
+                        std::max<int64_t>(1, DTypeBits(b.dtype) / 8);
   return StrCat("(", slot, " == 0 ? ", b.code, "_stage0 : ", b.code,
                 "_ring + (", slot, " - 1) * ", elems, ")");
 }
@@ -127,10 +128,12 @@ void Emitter::PointRingAt(const std::vector<const CopyStmt*>& ring,
 }
 
 absl::Status Emitter::EmitPipelined(const ForStmt& f, const Loc& loc) {
-  auto stages = f.stages ? FoldInt(*f.stages) : std::nullopt;
-  if (!stages || *stages < 1 || *stages > 8) {
-    return absl::InvalidArgumentError(StrCat(
-        At(loc), ": pipelined loop needs a constant stage count in 1..8"));
+  auto stages = PipelineStages(f);
+  if (!stages) {
+    return absl::InternalError(
+        StrCat(At(loc),
+               ": pipelined loop with an unchecked stage count reached "
+               "the emitter (pipeline-loops checks them)"));
   }
   const int64_t S = *stages;
   // The ring is planned (PlanRings).
@@ -145,18 +148,18 @@ absl::Status Emitter::EmitPipelined(const ForStmt& f, const Loc& loc) {
   Line(StrCat("// tile ", At(loc), ": pipelined loop, ", S, "-stage ",
               dialect_.ring_name, " ring"));
   Open("");
-  // Extra stages of each ring tile.
+  // Extra stages of each ring tile (placed by PlanSharedLayout).
   for (const CopyStmt* c : ring) {
     const Buf& b = bufs_[c->dst.name];
-    const int64_t slot = slot_bytes_[c->dst.name];
     const std::string st = StorageType(b.dtype);
-    const int64_t align = SmemAlign(c->dst.name);
-    // (The ring's extra stages live as long as the tile.)
-    const int64_t ring_off = PlaceShared(c->dst.name, slot * (S - 1), align);
+    auto ring_off = kp_.shared.ring_offset.find(c->dst.name);
+    if (ring_off == kp_.shared.ring_offset.end()) {
+      return absl::InternalError(StrCat(At(loc), ": ring tile '", c->dst.name,
+                                        "' has no planned stages"));
+    }
     Line(StrCat(st, "* const ", b.code, "_stage0 = ", b.code, ";"));
     Line(StrCat(st, "* const ", b.code, "_ring = reinterpret_cast<", st,
-                "*>(kiln_smem + ", ring_off, ");"));
-    ring_offsets_[c->dst.name] = ring_off;
+                "*>(kiln_smem + ", ring_off->second, ");"));
   }
   auto issue = [&](const std::string& slot) -> absl::Status {
     // The lets the copies' sources use, for the iteration they load (the
@@ -285,8 +288,8 @@ absl::Status Emitter::EmitPipelined(const ForStmt& f, const Loc& loc) {
       Line(StrCat(b.code, " = reinterpret_cast<", st,
                   "*>(reinterpret_cast<unsigned char*>(", b.code,
                   "_stage0) + (kiln_slot == 0 ? 0 : ", b.code,
-                  "_delta + (kiln_slot - 1) * ", slot_bytes_.at(c->dst.name),
-                  "));"));
+                  "_delta + (kiln_slot - 1) * ",
+                  kp_.shared.slot_bytes.at(c->dst.name), "));"));
     }
     KILN_GPU_RETURN_IF_ERROR(emit_rest());
     Line(StrCat("kiln_slot = kiln_slot == ", S - 1, " ? 0 : kiln_slot + 1;"));

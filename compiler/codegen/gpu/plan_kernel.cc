@@ -38,6 +38,11 @@ absl::StatusOr<KernelPlan> PlanKernel(const Kernel& k,
   PlanEpilogue(k, dialect, &plan);
   // 10. Shared tiles' lives and sharing.
   PlanSharedLives(k, &plan);
+  // 11-13. The accumulator stores through TMA (Hopper), the shared-memory
+  // layout, and the tensor maps (Hopper).
+  if (dialect.tma) PlanTmaStores(k, dialect, &plan);
+  PlanSharedLayout(k, dialect, &plan);
+  if (dialect.tma) PlanTensorMaps(k, &plan);
   return plan;
 }
 

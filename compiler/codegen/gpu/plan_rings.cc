@@ -29,6 +29,7 @@
 #include "compiler/codegen/gpu/planners.h"
 #include "compiler/codegen/gpu/stmt_access.h"
 #include "compiler/ir/const_fold.h"
+#include "compiler/ir/pipeline_stages.h"
 
 namespace kiln::compiler::gpu {
 namespace {
@@ -50,32 +51,9 @@ struct RingPlanner {
     return false;
   }
 
-  // The region of a tensor as the emitter addresses it: per dim whether it
-  // is free and its extent.
-  bool IsTileOf(const Param& p, const Region& r,
-                const std::vector<int64_t>& dims) const {
-    std::vector<bool> free;
-    std::vector<Expr> extents;
-    for (size_t d = 0; d < p.shape.size(); ++d) {
-      Slice s;
-      if (r.has_slices && d < r.slices.size()) s = r.slices[d];
-      free.push_back(s.kind != Slice::Kind::kIndex);
-      extents.push_back(s.kind == Slice::Kind::kRange  ? FoldConstants(s.extent)
-                        : s.kind == Slice::Kind::kFull ? p.shape[d]
-                                                       : Expr::Int(1));
-    }
-    bool contiguous = true;
-    if (!p.strides.empty()) {
-      auto c = FoldInt(p.strides.back());
-      contiguous = c && *c == 1;
-    }
-    return internal::TensorTileRegion(dims, free, extents, contiguous)
-        .has_value();
-  }
-
   void Loop(const Stmt& self, const ForStmt& f) {
-    auto stages = f.stages ? FoldInt(*f.stages) : std::nullopt;
-    if (!stages || *stages < 2 || *stages > 8) return;
+    auto stages = PipelineStages(f);
+    if (!stages || *stages < 2) return;
     const FragmentPlan& frag = plan->fragments;
     std::set<std::string> used, declared, outside;
     internal::CollectUses(f.body, &used, &declared);
@@ -124,7 +102,8 @@ struct RingPlanner {
         const int64_t pad =
             t.layout.kind == Layout::Kind::kPadded ? t.layout.param : 0;
         return internal::ChunkedRows(t.dtype, t.dims, pad, p->second->dtype) &&
-               IsTileOf(*p->second, c->src, t.dims);
+               internal::ParamTileRegion(*p->second, c->src, t.dims)
+                   .has_value();
       }();
       if (in_ring) {
         ring.copies.push_back(c);

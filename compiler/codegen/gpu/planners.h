@@ -43,6 +43,21 @@ void PlanEpilogue(const Kernel& k, const GpuDialect& dialect, KernelPlan* plan);
 // plan.shared: tile lives and whether tiles share bytes (plan_shared.cc).
 void PlanSharedLives(const Kernel& k, KernelPlan* plan);
 
+// plan.tma.stores: the accumulator stores that may go through TMA
+// (Hopper; cuda/hopper/plan_tma.cc).
+void PlanTmaStores(const Kernel& k, const GpuDialect& dialect,
+                   KernelPlan* plan);
+
+// plan.shared placement: every shared-memory byte range's offset, the
+// TMA staging chunks and the per-tile loads' second slots where they fit
+// (plan_shared.cc).
+void PlanSharedLayout(const Kernel& k, const GpuDialect& dialect,
+                      KernelPlan* plan);
+
+// plan.tma.maps: the tensor maps, in the order the kernel uses them
+// (Hopper; cuda/hopper/plan_tma.cc).
+void PlanTensorMaps(const Kernel& k, KernelPlan* plan);
+
 // The rings of `pipelined` loops (plan_rings.cc): which copies go through
 // each, whether the TMA ring takes them, and the whole-tile version.
 void PlanRings(const Kernel& k, const GpuDialect& dialect, KernelPlan* plan);

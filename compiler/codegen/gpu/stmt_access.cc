@@ -97,6 +97,18 @@ std::map<std::string, int> TopLevelUsers(const Kernel& k,
   return users;
 }
 
+void ForEachNested(const Stmt& s, const std::function<void(const Stmt&)>& fn) {
+  fn(s);
+  auto block = [&](const Block& b) {
+    for (const Stmt& t : b) ForEachNested(t, fn);
+  };
+  if (auto* f = std::get_if<ForStmt>(&s.node)) block(f->body);
+  if (auto* i = std::get_if<IfStmt>(&s.node)) {
+    block(i->then_body);
+    block(i->else_body);
+  }
+}
+
 bool InSharedMemory(const FragmentPlan& fragments, const std::string& n) {
   auto t = fragments.tiles.find(n);
   return t != fragments.tiles.end() && t->second.scope != Scope::kLocal &&

@@ -36,6 +36,10 @@ void AllStmtAccesses(const Stmt& s, const FragmentPlan& fragments,
 std::map<std::string, int> TopLevelUsers(const Kernel& k,
                                          const FragmentPlan& fragments);
 
+// Calls `fn` on `s` and on every statement in the bodies of the `for`s and
+// `if`s it is or holds, in order (not inside `parallel` bodies).
+void ForEachNested(const Stmt& s, const std::function<void(const Stmt&)>& fn);
+
 // Whether a planned tile lives in shared memory: a tile that is not local,
 // not held in registers and not a register A operand.
 bool InSharedMemory(const FragmentPlan& fragments, const std::string& name);

@@ -4,6 +4,7 @@
 // otherwise).
 #include <algorithm>
 
+#include "compiler/codegen/cuda/hopper/tma_maps.h"
 #include "compiler/codegen/gpu/kernel_source_internal.h"
 
 namespace kiln::compiler::gpu::internal {
@@ -196,44 +197,20 @@ absl::Status Emitter::EmitStagedStore(const Stmt& first, const Stmt& second) {
   return st;
 }
 
-int Emitter::TmaStoreMap(const Access& g, size_t row_dim, const Buf& acc) {
-  // A warpgroup-MMA accumulator held by every consumer warpgroup, stored
-  // to a 16-bit tensor of rank 2 to 5 in whole 64-column chunks, in a
-  // warp-specialised kernel (whose tensor maps the runtime builds).
-  const RegisterFragment* reg = acc.reg;
-  const DType out = g.buf->dtype;
-  const size_t rank = g.free.size();
-  if (!kp_.ws.loop || reg == nullptr || !reg->warpgroup ||
-      reg->warps_m * 128 != threads_ || acc.dims.size() != 2 ||
-      acc.dims[1] % 64 != 0 || rank < 2 || rank > 5 ||
-      (out != DType::kF16 && out != DType::kBF16)) {
-    return -1;
+absl::StatusOr<int> Emitter::TmaStoreMap(const Access& g, size_t row_dim,
+                                         const Buf& acc) {
+  // (PlanTmaStores and PlanTensorMaps decided it with the same TmaStoreSpec.)
+  if (acc.reg == nullptr || kp_.shared.tma_staging < 0) return -1;
+  const std::optional<TensorMapSpec> spec =
+      TmaStoreSpec(kp_, *acc.reg, g.buf->dtype, g.name, g.free.size(), row_dim);
+  if (!spec) return -1;
+  const int map = TmaMapIndex(kp_.tma, *spec);
+  if (map < 0) {
+    return absl::InternalError(StrCat("kernel '", k_.name, "': the TMA store ",
+                                      "of ", acc.code, " to ", g.name,
+                                      " has no planned map"));
   }
-  std::vector<int64_t> box(rank, 1);  // innermost first
-  box[0] = 64;
-  box[rank - 1 - row_dim] = 64;
-  // Two 8 KiB staging chunks per consumer warpgroup (kiln/tma.cuh), placed
-  // once for the kernel where the block's shared memory has room.
-  if (tma_stage_off_ < 0) {
-    const int64_t off = RoundUp(smem_bytes_, 1024);
-    const int64_t bytes = threads_ / 128 * 2 * 8192;
-    // (+ the base's alignment slack and the ring's static mbarriers)
-    if (dialect_.max_shared_bytes <= 0 ||
-        off + bytes + 2048 > dialect_.max_shared_bytes) {
-      return -1;
-    }
-    tma_stage_off_ = off;
-    smem_bytes_ = off + bytes;
-  }
-  TensorMapSpec spec;
-  spec.param = g.name;
-  spec.swizzle = 128;
-  spec.box = box;
-  auto it = std::find(tensor_maps_.begin(), tensor_maps_.end(), spec);
-  if (it != tensor_maps_.end())
-    return static_cast<int>(it - tensor_maps_.begin());
-  tensor_maps_.push_back(spec);
-  return static_cast<int>(tensor_maps_.size() - 1);
+  return map;
 }
 
 // A whole rank-2 shared tile <-> a rank-2 global region whose last dim is
@@ -320,7 +297,9 @@ bool Emitter::TryFastCopy(const Access& src, const Access& dst, const Loc& loc,
           StrCat("kiln::r2g_acc<", tag, ", ", tb.layout, ">(", gp, ", ",
                  g.buf->strides[fd[0]], ", ", tb.code,
                  ", kiln_rlo, kiln_rhi, kiln_clo, kiln_chi);");
-      if (auto map = TmaStoreMap(g, fd[0], tb); map >= 0) {
+      absl::StatusOr<int> map = TmaStoreMap(g, fd[0], tb);
+      if (!map.ok()) return map.status();
+      if (*map >= 0) {
         // The tile's first element, innermost dim first.
         std::string at;
         for (size_t d = start.size(); d-- > 0;) {
@@ -328,9 +307,9 @@ bool Emitter::TryFastCopy(const Access& src, const Access& dst, const Loc& loc,
         }
         Open("if (kiln_tma)");
         Line(StrCat("kiln::r2g_acc_tma<", tag, ", ", tb.layout, ", ",
-                    start.size() - 1 - fd[0], ">(&kiln_map", map,
-                    ", kiln_smem + ", tma_stage_off_, ", ", tb.code, ", {", at,
-                    "});"));
+                    start.size() - 1 - fd[0], ">(&kiln_map", *map,
+                    ", kiln_smem + ", kp_.shared.tma_staging, ", ", tb.code,
+                    ", {", at, "});"));
         Close();
         Open("else");
         Line(stores);
@@ -390,6 +369,26 @@ std::optional<std::array<size_t, 2>> TensorTileRegion(
     if (!e || *e != dims[i]) return std::nullopt;
   }
   return std::array<size_t, 2>{fd[0], fd[1]};
+}
+
+std::optional<std::array<size_t, 2>> ParamTileRegion(
+    const Param& p, const Region& r, const std::vector<int64_t>& dims) {
+  std::vector<bool> free;
+  std::vector<Expr> extents;
+  for (size_t d = 0; d < p.shape.size(); ++d) {
+    Slice s;
+    if (r.has_slices && d < r.slices.size()) s = r.slices[d];
+    free.push_back(s.kind != Slice::Kind::kIndex);
+    extents.push_back(s.kind == Slice::Kind::kRange  ? FoldConstants(s.extent)
+                      : s.kind == Slice::Kind::kFull ? p.shape[d]
+                                                     : Expr::Int(1));
+  }
+  bool contiguous = true;
+  if (!p.strides.empty()) {
+    auto c = FoldInt(p.strides.back());
+    contiguous = c && *c == 1;
+  }
+  return TensorTileRegion(dims, free, extents, contiguous);
 }
 
 absl::Status Emitter::EmitFill(const FillStmt& f, const Loc& loc) {

@@ -20,6 +20,7 @@
 #include "compiler/codegen/gpu/planners.h"
 #include "compiler/codegen/gpu/stmt_access.h"
 #include "compiler/codegen/metadata_writer.h"
+#include "compiler/ir/pipeline_stages.h"
 
 namespace kiln::compiler::gpu {
 
@@ -107,8 +108,8 @@ void PlanWarpSpecialised(const Kernel& k, const GpuDialect& dialect,
   auto eligible = [&](const LoopFacts& l, bool* fused,
                       std::vector<std::string>* ring) {
     const ForStmt& f = *l.loop;
-    auto stages = f.stages ? FoldInt(*f.stages) : std::nullopt;
-    if (!stages || *stages < 2 || *stages > 8) return false;
+    auto stages = PipelineStages(f);
+    if (!stages || *stages < 2) return false;
     if (!UsesOnly(l.start, allowed) || !UsesOnly(l.stop, allowed)) {
       return false;
     }
@@ -165,7 +166,7 @@ void PlanWarpSpecialised(const Kernel& k, const GpuDialect& dialect,
     std::vector<std::string> ring;
     if (!eligible(l, &fused, &ring)) continue;
     ws.loop = f;
-    ws.stages = *FoldInt(*f->stages);
+    ws.stages = *PipelineStages(*f);
     ws.fused = fused;
     ws.consumer_warpgroups = static_cast<int>(threads / 128);
     ws.start = l.start;

@@ -26,6 +26,7 @@
 // the cp.async ring instead (the producer leaves at once).
 #include <algorithm>
 
+#include "compiler/codegen/cuda/hopper/tma_maps.h"
 #include "compiler/codegen/gpu/kernel_source_internal.h"
 #include "compiler/codegen/gpu/stmt_access.h"
 #include "compiler/codegen/metadata_writer.h"
@@ -90,8 +91,8 @@ absl::Status Emitter::EmitWsConsumer(const ForStmt& f, const LoopRange& range,
                 ? b.dims[0] / 2
                 : 0);
     if (!t.ok()) return t.status();
-    t->ring_off = ring_offsets_.at(c->dst.name);
-    t->slot = slot_bytes_.at(c->dst.name);
+    t->ring_off = kp_.shared.ring_offset.at(c->dst.name);
+    t->slot = kp_.shared.slot_bytes.at(c->dst.name);
     ws_copies_.push_back(*std::move(t));
   }
 
@@ -205,21 +206,14 @@ absl::Status Emitter::EmitWsConsumer(const ForStmt& f, const LoopRange& range,
 absl::StatusOr<Emitter::TmaCopy> Emitter::MakeTmaCopy(const CopyStmt& c,
                                                       int64_t half_rows) {
   const Buf& b = bufs_.at(c.dst.name);
-  const int64_t eb = DTypeBits(b.dtype) / 8;
-  const int64_t row_bytes = b.dims[1] * eb;
-  const int64_t span = row_bytes % 128 == 0  ? 128
-                       : row_bytes % 64 == 0 ? 64
-                                             : 32;
+  const TmaPanels p = TmaPanelsOf(b.dims, b.dtype);
   TmaCopy t;
-  t.panel_elems = span / eb;
-  t.panel_bytes = b.dims[0] * span;
-  t.panels = b.dims[1] / t.panel_elems;
-  t.off0 = smem_offsets_.at(c.dst.name);
+  t.panel_elems = p.panel_elems;
+  t.panel_bytes = p.panel_bytes;
+  t.panels = p.panels;
+  t.off0 = kp_.shared.offset.at(c.dst.name);
   t.half_rows = half_rows;
   const std::vector<Slice>& sl = c.src.slices;
-  TensorMapSpec spec;
-  spec.param = c.src.name;
-  spec.swizzle = static_cast<int>(span);
   t.rank = static_cast<int>(sl.size());
   for (size_t i = sl.size(); i-- > 0;) {
     // (A whole dim starts at 0.)
@@ -230,15 +224,14 @@ absl::StatusOr<Emitter::TmaCopy> Emitter::MakeTmaCopy(const CopyStmt& c,
       start = *e;
     }
     t.coord.push_back("(int)(" + start + ")");
-    const bool inner = i + 1 == sl.size();
-    const int64_t rows = t.half_rows > 0 ? t.half_rows : b.dims[0];
-    spec.box.push_back(inner                               ? t.panel_elems
-                       : sl[i].kind != Slice::Kind::kIndex ? rows
-                                                           : 1);
   }
-  auto it = std::find(tensor_maps_.begin(), tensor_maps_.end(), spec);
-  t.map = static_cast<int>(it - tensor_maps_.begin());
-  if (it == tensor_maps_.end()) tensor_maps_.push_back(spec);
+  // (The maps are planned: PlanTensorMaps.)
+  t.map = TmaMapIndex(kp_.tma, TmaLoadSpec(c, b.dims, b.dtype, half_rows));
+  if (t.map < 0) {
+    return absl::InternalError(StrCat("kernel '", k_.name,
+                                      "': the TMA load of ", c.dst.name,
+                                      " has no planned map"));
+  }
   return t;
 }
 
@@ -275,7 +268,7 @@ absl::Status Emitter::EmitWsPreCopy(const Stmt& s) {
               "kiln_qslots slots"));
   Open("if (kiln_tma)");
   // (kiln_qslots and kiln_qoff<i>, the second slot's offset, are defined
-  // with the producer: PlacePreSlots decides them after the body.)
+  // with the producer: PlanSharedLayout placed them.)
   Line(
       "kiln::mbar_wait(&kiln_qfull[kiln_q % kiln_qslots], (kiln_q / "
       "kiln_qslots) & 1);");
@@ -284,27 +277,15 @@ absl::Status Emitter::EmitWsPreCopy(const Stmt& s) {
               " : kiln_qoff", i, "));"));
   Line("++kiln_q;");
   Close();
+  if (!kp_.shared.preload_slots.empty()) {
+    t->ring_off = kp_.shared.preload_slots.at(i);
+  }
   ws_pre_copies_.push_back(*std::move(t));
   Open("else");
   KILN_GPU_RETURN_IF_ERROR(EmitStmt(s, false));
   Flush();
   Close();
   return absl::OkStatus();
-}
-
-void Emitter::PlacePreSlots() {
-  const int64_t bytes = Bytes(ws_pre_copies_);
-  // (As for the staging chunks: 2 KiB for the 1024-byte alignment of the
-  // dynamic window and the barriers' static block.)
-  if (ws_pre_copies_.empty() || dialect_.max_shared_bytes <= 0 ||
-      RoundUp(smem_bytes_, 1024) + bytes + 2048 > dialect_.max_shared_bytes) {
-    return;
-  }
-  ws_pre_slots_ = 2;
-  for (size_t i = 0; i < ws_pre_copies_.size(); ++i) {
-    TmaCopy& t = ws_pre_copies_[i];
-    t.ring_off = PlaceShared(StrCat("kiln_qoff", i), t.bytes(), 1024);
-  }
 }
 
 // Every buffer (any scope) a statement reads and writes.
@@ -500,7 +481,8 @@ absl::Status Emitter::EmitProducer() {
   Line(StrCat("__shared__ __align__(8) unsigned long long kiln_full[", bars,
               "], kiln_empty[", bars, "];"));
   if (!kp_.ws.preloads.empty()) {
-    Line(StrCat("constexpr int kiln_qslots = ", ws_pre_slots_, ";"));
+    Line(StrCat("constexpr int kiln_qslots = ",
+                kp_.shared.preload_slots.empty() ? 1 : 2, ";"));
     for (size_t i = 0; i < ws_pre_copies_.size(); ++i) {
       Line(StrCat("constexpr unsigned kiln_qoff", i, " = ",
                   ws_pre_copies_[i].ring_off, ";"));
@@ -540,7 +522,7 @@ absl::Status Emitter::EmitProducer() {
   // (With no TMA copies the loop kept its cp.async ring: nothing to do.)
   if (!ws_copies_.empty() || !ws_pre_copies_.empty()) {
     Open(StrCat("if (kiln_tma && threadIdx.x == ", T, ")"));
-    for (size_t m = 0; m < tensor_maps_.size(); ++m) {
+    for (size_t m = 0; m < kp_.tma.maps.size(); ++m) {
       Line(StrCat("kiln::tma_prefetch(&kiln_map", m, ");"));
     }
     Line("int kiln_it = 0;  // ring iterations so far (all tiles)");
