@@ -168,8 +168,16 @@ absl::StatusOr<CompiledKernel> Compile(const LoadedKernel& loaded) {
   out.prover_z3_queries = prover.stats().z3_queries;
 
   const auto codegen_start = Clock::now();
-  // A back end's error, with the file and the kernel.
+  // A back end's error, with the file and the kernel: `FILE:LINE:COL:
+  // error: MESSAGE (kernel K)` where the back end located it
+  // (LocatedError), else `FILE: kernel 'K': MESSAGE`.
   auto located = [&](const absl::Status& st) {
+    if (std::optional<Loc> loc = ErrorLocation(st)) {
+      return absl::Status(
+          st.code(), StrCat(options.filename, ":", loc->line, ":", loc->col,
+                            ": error: ", st.message(), " (kernel '", out.name,
+                            "', back end)"));
+    }
     return absl::Status(st.code(), StrCat(options.filename, ": kernel '",
                                           out.name, "': ", st.message()));
   };

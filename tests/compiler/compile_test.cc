@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 
 #include "compiler/ir/diagnostic.h"
 #include "compiler/ir/format.h"
@@ -277,6 +278,42 @@ TEST(CompileTest, RunTimeTileRegionsAreClippedOnEveryTarget) {
                       "t[i32(select(i < M, X[i], f32(0)))], f32(0))"),
               std::string::npos)
         << ir;
+  }
+}
+
+// A back end's refusal (a target limit) names the file, the kernel's line
+// and column, and the kernel, from the error's location value.
+TEST(CompileTest, BackEndLimitsAreLocatedErrors) {
+  const std::map<std::string, std::string> cases = {
+      {"the kernel needs 262144 bytes of shared memory per block; sm_80 "
+       "allows",
+       "kernel big(X: f32[256, 256]) grid(1) threads(128) (bx) {\n"
+       "  alloc shared t: f32[256, 256]\n"
+       "  copy X -> t\n"
+       "  copy t -> X\n"
+       "}\n"},
+      {"cluster(...) needs",
+       "kernel pair(X: f32[256]) grid(2) threads(128) cluster(2, 1, 1) "
+       "(bx) {\n"
+       "  alloc fragment t: f32[128]\n"
+       "  copy X[bx * 128:+128] -> t\n"
+       "  copy t -> X[bx * 128:+128]\n"
+       "}\n"},
+  };
+  for (const auto& [want, text] : cases) {
+    SCOPED_TRACE(want);
+    CompileOptions o;
+    o.target = "sm_80";
+    o.filename = "limit.tile";
+    auto k = Compile("\n" + text, o);
+    ASSERT_FALSE(k.ok());
+    if (absl::IsFailedPrecondition(k.status())) {
+      GTEST_SKIP() << "no CUDA toolchain here: " << k.status();
+    }
+    EXPECT_TRUE(absl::IsInvalidArgument(k.status())) << k.status();
+    const std::string msg(k.status().message());
+    EXPECT_EQ(msg.rfind(StrCat("limit.tile:2:1: error: ", want), 0), 0u) << msg;
+    EXPECT_NE(msg.find("(kernel '"), std::string::npos) << msg;
   }
 }
 

@@ -186,8 +186,7 @@ absl::StatusOr<std::string> Emitter::StoreCode(const std::string& name,
 absl::StatusOr<Access> Emitter::MakeAccess(const Region& r) {
   const Buf* b = FindBuf(r.name);
   if (!b) {
-    return absl::InvalidArgumentError(
-        StrCat(At(r.loc), ": unknown buffer '", r.name, "'"));
+    return LocatedError(r.loc, StrCat("unknown buffer '", r.name, "'"));
   }
   Access a;
   static_cast<RegionSlices&>(a) = RegionSlices(r, b->shape, /*fold=*/true);
@@ -441,8 +440,7 @@ absl::Status Emitter::EmitStmt(const Stmt& s, bool element) {
           return EmitRasterize(n);
         } else {
           if (element) {
-            return absl::InvalidArgumentError(
-                StrCat(At(s.loc), ": tile op inside a parallel body"));
+            return LocatedError(s.loc, "tile op inside a parallel body");
           }
           Line(StrCat("// tile ", At(s.loc)));
           std::set<std::string> r, w;
@@ -475,7 +473,8 @@ absl::Status Emitter::EmitTileOp(const Stmt& s) {
         if constexpr (std::is_same_v<T, ParallelStmt>) {
           return EmitParallel(n, s.loc);
         }
-        return absl::UnimplementedError(StrCat(At(s.loc), ": statement"));
+        return LocatedError(s.loc, "this statement has no GPU lowering",
+                            absl::StatusCode::kUnimplemented);
       },
       s.node);
 }

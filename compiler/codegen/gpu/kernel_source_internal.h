@@ -19,6 +19,7 @@
 #include "compiler/codegen/gpu/kernel_plan.h"
 #include "compiler/codegen/gpu/kernel_source.h"
 #include "compiler/ir/const_fold.h"
+#include "compiler/ir/diagnostic.h"
 #include "compiler/ir/dtype.h"
 #include "compiler/ir/format.h"
 #include "compiler/ir/ir.h"

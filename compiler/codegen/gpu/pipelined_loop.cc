@@ -130,10 +130,10 @@ void Emitter::PointRingAt(const std::vector<const CopyStmt*>& ring,
 absl::Status Emitter::EmitPipelined(const ForStmt& f, const Loc& loc) {
   auto stages = PipelineStages(f);
   if (!stages) {
-    return absl::InternalError(
-        StrCat(At(loc),
-               ": pipelined loop with an unchecked stage count reached "
-               "the emitter (pipeline-loops checks them)"));
+    return LocatedError(loc,
+                        "pipelined loop with an unchecked stage count reached "
+                        "the emitter (pipeline-loops checks them)",
+                        absl::StatusCode::kInternal);
   }
   const int64_t S = *stages;
   // The ring is planned (PlanRings).
@@ -154,8 +154,9 @@ absl::Status Emitter::EmitPipelined(const ForStmt& f, const Loc& loc) {
     const std::string st = StorageType(b.dtype);
     auto ring_off = kp_.shared.ring_offset.find(c->dst.name);
     if (ring_off == kp_.shared.ring_offset.end()) {
-      return absl::InternalError(StrCat(At(loc), ": ring tile '", c->dst.name,
-                                        "' has no planned stages"));
+      return LocatedError(
+          loc, StrCat("ring tile '", c->dst.name, "' has no planned stages"),
+          absl::StatusCode::kInternal);
     }
     Line(StrCat(st, "* const ", b.code, "_stage0 = ", b.code, ";"));
     Line(StrCat(st, "* const ", b.code, "_ring = reinterpret_cast<", st,
@@ -178,9 +179,11 @@ absl::Status Emitter::EmitPipelined(const ForStmt& f, const Loc& loc) {
       if (!dst.ok()) return dst.status();
       absl::Status st;
       if (!TryFastCopy(*src, *dst, loc, RingSlot(*c, slot), false, &st)) {
-        return absl::InternalError(
-            StrCat(At(loc), ": the ring copy into ", c->dst.name,
-                   " was planned but does not move in 16-byte chunks"));
+        return LocatedError(
+            loc,
+            StrCat("the ring copy into ", c->dst.name,
+                   " was planned but does not move in 16-byte chunks"),
+            absl::StatusCode::kInternal);
       }
       KILN_GPU_RETURN_IF_ERROR(st);
     }

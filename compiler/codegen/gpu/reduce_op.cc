@@ -304,10 +304,10 @@ absl::Status Emitter::EmitReduce(const ReduceStmt& r, const Loc& loc) {
 
   std::vector<Expr> se = src->FreeExtents(false);
   if (r.dim < 0 || r.dim >= static_cast<int64_t>(se.size())) {
-    return absl::InvalidArgumentError(StrCat(At(loc), ": reduce dim"));
+    return LocatedError(loc, "reduce dim out of range");
   }
   auto rn = FoldInt(se[r.dim]);
-  if (!rn) return absl::InvalidArgumentError(StrCat(At(loc), ": extent"));
+  if (!rn) return LocatedError(loc, "reduce extent is not a constant");
   std::vector<Expr> outer;
   for (size_t d = 0; d < se.size(); ++d) {
     if (static_cast<int64_t>(d) != r.dim) outer.push_back(se[d]);
@@ -316,7 +316,7 @@ absl::Status Emitter::EmitReduce(const ReduceStmt& r, const Loc& loc) {
   int64_t total = 1;
   for (const Expr& e : outer) {
     auto c = FoldInt(e);
-    if (!c) return absl::InvalidArgumentError(StrCat(At(loc), ": extent"));
+    if (!c) return LocatedError(loc, "reduce extent is not a constant");
     oext.push_back(*c);
     total *= *c;
   }

@@ -5,6 +5,7 @@
 #include "compiler/codegen/gpu/plan_kernel.h"
 #include "compiler/codegen/metadata_writer.h"
 #include "compiler/ir/const_fold.h"
+#include "compiler/ir/diagnostic.h"
 #include "compiler/ir/format.h"
 
 namespace kiln::compiler::gpu {
@@ -15,9 +16,8 @@ absl::StatusOr<RenderedKernel> RenderKernel(const Kernel& k,
   for (const Expr& c : k.cluster) {
     auto v = FoldInt(c);
     if ((!v || *v != 1) && !o.clusters_need.empty()) {
-      return absl::InvalidArgumentError(
-          StrCat(k.loc.line, ":", k.loc.col, ": cluster(...) needs ",
-                 o.clusters_need, "; the target is ", o.target));
+      return LocatedError(k.loc, StrCat("cluster(...) needs ", o.clusters_need,
+                                        "; the target is ", o.target));
     }
   }
   absl::StatusOr<KernelPlan> planned;
@@ -29,10 +29,11 @@ absl::StatusOr<RenderedKernel> RenderKernel(const Kernel& k,
   auto src = EmitKernelSource(k, plan, dialect);
   if (!src.ok()) return src.status();
   if (src->shared_bytes + src->static_shared_bytes > o.max_shared_bytes) {
-    return absl::InvalidArgumentError(StrCat(
-        "the kernel needs ", src->shared_bytes + src->static_shared_bytes,
-        " bytes of shared memory per block; ", o.arch, " allows ",
-        o.max_shared_bytes, " (choose smaller tiles)"));
+    return LocatedError(
+        k.loc, StrCat("the kernel needs ",
+                      src->shared_bytes + src->static_shared_bytes,
+                      " bytes of shared memory per block; ", o.arch, " allows ",
+                      o.max_shared_bytes, " (choose smaller tiles)"));
   }
   RenderedKernel out;
   out.source = std::move(src->source);

@@ -190,9 +190,10 @@ absl::Status Emitter::EmitStagedStore(const Stmt& first, const Stmt& second) {
   if (!dst.ok()) return dst.status();
   absl::Status st;
   if (!TryFastCopy(*src, *dst, second.loc, "", false, &st)) {
-    return absl::InternalError(StrCat(At(second.loc), ": the store of ",
-                                      c1.src.name, " to ", c2.dst.name,
-                                      " was planned but does not apply"));
+    return LocatedError(second.loc,
+                        StrCat("the store of ", c1.src.name, " to ",
+                               c2.dst.name, " was planned but does not apply"),
+                        absl::StatusCode::kInternal);
   }
   return st;
 }
@@ -783,10 +784,10 @@ absl::Status Emitter::EmitCumsum(const CumsumStmt& c, const Loc& loc) {
   if (!dst.ok()) return dst.status();
   std::vector<Expr> se = src->FreeExtents(false);
   if (c.dim < 0 || c.dim >= static_cast<int64_t>(se.size())) {
-    return absl::InvalidArgumentError(StrCat(At(loc), ": cumsum dim"));
+    return LocatedError(loc, "cumsum dim out of range");
   }
   auto n = FoldInt(se[c.dim]);
-  if (!n) return absl::InvalidArgumentError(StrCat(At(loc), ": cumsum extent"));
+  if (!n) return LocatedError(loc, "cumsum extent is not a constant");
   std::vector<Expr> others;
   for (size_t d = 0; d < se.size(); ++d) {
     if (static_cast<int64_t>(d) != c.dim) others.push_back(se[d]);
@@ -842,13 +843,13 @@ absl::Status Emitter::EmitGemm(const GemmStmt& g, const Loc& loc) {
   if (!c.ok()) return c.status();
   std::vector<Expr> ce = c->FreeExtents(false), ae = a->FreeExtents(false);
   if (ce.size() != 2 || ae.size() != 2 || b->FreeExtents(false).size() != 2) {
-    return absl::UnimplementedError(
-        StrCat(At(loc), ": gemm needs rank-2 operands"));
+    return LocatedError(loc, "gemm needs rank-2 operands",
+                        absl::StatusCode::kUnimplemented);
   }
   auto m = FoldInt(ce[0]), n = FoldInt(ce[1]);
   auto kd = FoldInt(g.transpose_a ? ae[0] : ae[1]);
   if (!m || !n || !kd) {
-    return absl::InvalidArgumentError(StrCat(At(loc), ": gemm extents"));
+    return LocatedError(loc, "gemm extents are not constants");
   }
   if (c->buf->reg) {
     // Matrix cores from swizzled shared tiles (the library's gemm_ss:

@@ -139,9 +139,10 @@ absl::Status Emitter::EmitWsConsumer(const ForStmt& f, const LoopRange& range,
   if (kp_.ws.fused) {
     if (const std::optional<OverlapPlan>& o = kp_.ws.overlap) {
       if (o->stmts != stmts) {
-        return absl::InternalError(
-            StrCat(At(f.body.front().loc),
-                   ": the planned overlap does not match the loop's ring"));
+        return LocatedError(
+            f.body.front().loc,
+            "the planned overlap does not match the loop's ring",
+            absl::StatusCode::kInternal);
       }
       // Each ring tile gets barriers of its own (group = its index in
       // `ring`), freed once the gemm reading it has completed.
