@@ -356,6 +356,51 @@ TEST(CudaCodegenTest, DivisionByARowValueInARegisterFragmentIsByItsReciprocal) {
   }
 }
 
+// A copy between a thread-owned fragment and a tensor tests once, for
+// every thread alike, that the region lies inside the tensor with aligned
+// rows; there its chunks go unchecked, whether the shapes are constants or
+// run-time symbols (the phrasings run alike), and the per-chunk edge tests
+// remain only on the other branch.
+TEST(CudaCodegenTest, OwnedCopiesTestTheWholeRegionOnceAndSkipTheChunkChecks) {
+  if (!HaveNvrtc()) GTEST_SKIP() << "NVRTC is not installed on this host";
+  for (const char* spelling : {"constant_shapes", "let_bound"}) {
+    SCOPED_TRACE(spelling);
+    CompileOptions o;
+    o.target = "sm_90a";
+    absl::StatusOr<CompiledKernel> k =
+        Compile(ReadFile(std::filesystem::path(KILN_PHRASINGS_DIR) / "softmax" /
+                         (std::string(spelling) + ".tile")),
+                o);
+    ASSERT_TRUE(k.ok()) << k.status();
+    const std::string& src = k->device_source;
+    const bool symbolic = std::string(spelling) == "let_bound";
+    const std::string m = symbolic ? "M" : "(16384LL)";
+    const std::string n = symbolic ? "N" : "(4096LL)";
+    // Rows bx * 4 .. + 4 and columns t * 256 .. + 256 inside X, its first
+    // element and its row stride aligned to the 8-element chunk.
+    EXPECT_THAT(src, HasSubstr("(((long long)(((long long)(bx * (4LL))) + "
+                               "(4LL))) <= " +
+                               m + ")"));
+    EXPECT_THAT(src, HasSubstr("(((long long)(((long long)(t * (256LL))) + "
+                               "(256LL))) <= " +
+                               n + ")"));
+    EXPECT_THAT(src, HasSubstr(", 16) && (X_s0) % 8 == 0) {"));
+    // Three copies (two loads of X, one store to Y), each with one such
+    // test, and each whole branch copies its chunk with no edge test
+    // before it.
+    size_t tests = 0;
+    for (size_t at = src.find("% 8 == 0) {"); at != std::string::npos;
+         at = src.find("% 8 == 0) {", at + 1)) {
+      ++tests;
+      const size_t next_if = src.find("if (", at);
+      const size_t chunk = src.find("kiln::copy_chunk<8>(", at);
+      ASSERT_NE(chunk, std::string::npos);
+      EXPECT_LT(chunk, next_if) << src.substr(at, 600);
+    }
+    EXPECT_EQ(tests, 3u);
+  }
+}
+
 TEST(CudaCodegenTest, ElementMasksCompareIn32BitsAgainstAHoistedBound) {
   if (!HaveNvrtc()) GTEST_SKIP() << "NVRTC is not installed on this host";
   const std::string source = ReadFile(std::filesystem::path(KILN_CORPUS_DIR) /

@@ -313,7 +313,10 @@ std::vector<Case> Cases() {
   };
   // Thread-owned fragments (fragment_plan.h step 7) in wider tiles: whole
   // 16-byte chunks, ragged last tiles and rows, and (N = 2001) rows that
-  // start misaligned, so most chunks go element by element.
+  // start misaligned, so most chunks go element by element. "owned whole":
+  // rows that start aligned (N a multiple of the chunk), so every block but
+  // the last takes the unchecked chunks (EmitOwnedCopy's whole-region
+  // test) and the edge block the checked ones.
   for (Case o : std::vector<Case>{
            {"softmax.tile",
             "softmax",
@@ -326,8 +329,24 @@ std::vector<Case> Cases() {
             {{"eps", 1e-5}}},
            {"layernorm.tile", "layernorm", {{"BM", 4}}, {{"M", 9}}},
            {"quantize.tile", "quantize_fp8_e4m3", {{"BM", 2}}, {{"M", 5}}},
+           {"softmax.tile",
+            "softmax",
+            {{"BM", 4}, {"BN", 256}},
+            {{"M", 9}, {"N", 1536}},
+            {},
+            {},
+            {},
+            "owned whole"},
+           {"rmsnorm.tile",
+            "rmsnorm",
+            {{"BM", 4}, {"BN", 1024}},
+            {{"M", 7}, {"N", 3072}},
+            {{"eps", 1e-5}},
+            {},
+            {},
+            "owned whole"},
        }) {
-    o.label = "owned";
+    if (o.label.empty()) o.label = "owned";
     c.push_back(o);
   }
   // Attention with two warpgroups over the query rows (on sm_90a: two

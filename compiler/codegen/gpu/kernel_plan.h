@@ -146,8 +146,9 @@ struct SharedPlan {
 
   // Placement (PlanSharedLayout), in bytes from the window's base (aligned
   // to 1024 bytes at run time when wgmma tiles are placed).
-  int64_t scratch_bytes = 0;              // cross-warp reduction scratch, at 0
-  std::map<std::string, int64_t> offset;  // shared tile (stage 0)
+  int64_t scratch_offset = 0;  // the cross-warp reduction scratch: first
+  int64_t scratch_bytes = 0;
+  std::map<std::string, int64_t> offset;      // shared tile (stage 0)
   std::map<std::string, int64_t> slot_bytes;  // its bytes, aligned
   // A ring tile's stages 1 .. S - 1, adjacent slots from this offset.
   std::map<std::string, int64_t> ring_offset;

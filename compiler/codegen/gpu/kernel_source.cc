@@ -458,7 +458,7 @@ absl::Status Emitter::EmitTileOp(const Stmt& s) {
   return std::visit(
       [&](const auto& n) -> absl::Status {
         using T = std::decay_t<decltype(n)>;
-        if constexpr (std::is_same_v<T, CopyStmt>) return EmitCopy(n, s.loc);
+        if constexpr (std::is_same_v<T, CopyStmt>) return EmitCopy(n, s);
         if constexpr (std::is_same_v<T, FillStmt>) return EmitFill(n, s.loc);
         if constexpr (std::is_same_v<T, GemmStmt>) return EmitGemm(n, s.loc);
         if constexpr (std::is_same_v<T, ReduceStmt>) {
@@ -685,8 +685,6 @@ absl::StatusOr<KernelSource> Emitter::Run() {
   out.entry = "kiln_" + k_.name;
   out.threads = threads_;
   out.launch_threads = kp_.launch.launch_threads;
-  // (The cross-warp reduction scratch is at 0: PlanSharedLayout.)
-  scratch_offset_ = 0;
 
   std::vector<std::string> params;
   std::vector<std::string> prologue;

@@ -262,8 +262,17 @@ class Emitter {
                            const std::vector<Expr>& si,
                            const std::vector<Expr>& di);
 
-  absl::Status EmitCopy(const CopyStmt& c, const Loc& loc);
-  bool TryFastCopy(const Access& src, const Access& dst, const Loc& loc,
+  absl::Status EmitCopy(const CopyStmt& c, const Stmt& at);
+  // The C++ test that the elements an owned fragment of `dims` moves
+  // through tensor region `x` lie wholly inside the tensor, in aligned
+  // chunks of `vec` elements (`chunk_bytes` bytes): the first element
+  // aligned, every free row dim's stride a multiple of `vec`.
+  absl::StatusOr<std::string> WholeRegion(const Access& x,
+                                          const std::vector<int64_t>& dims,
+                                          int vec, int64_t chunk_bytes);
+  // `at`: the copy statement (for a staged store, its first), whose
+  // planned TMA store (kp_.tma.stores) applies; null for ring copies.
+  bool TryFastCopy(const Access& src, const Access& dst, const Stmt* at,
                    const std::string& dst_ptr_override, bool wait,
                    absl::Status* st);
   // What TryFastCopy emits for a global-to-shared tile: the copy, the
@@ -271,13 +280,10 @@ class Emitter {
   // test that it is whole (g2s_tile_whole).
   enum class G2sMode { kCopy, kCopyWhole, kTestWhole };
   G2sMode g2s_mode_ = G2sMode::kCopy;
-  // The tensor map (index into kp_.tma.maps) through which a register
-  // accumulator `acc` is stored to global region `g` (its rows along dim
-  // `row_dim`, its columns along the innermost dim) with TMA
-  // (kiln::r2g_acc_tma) into the planned staging chunks; -1 where that
-  // path does not apply or the chunks had no room.
-  absl::StatusOr<int> TmaStoreMap(const Access& g, size_t row_dim,
-                                  const Buf& acc);
+  // The tensor map (index into kp_.tma.maps) through which the copy `at`
+  // stores a register accumulator with TMA (kiln::r2g_acc_tma) into the
+  // planned staging chunks (PlanTmaStores); -1 where none was planned.
+  absl::StatusOr<int> TmaStoreMap(const Stmt* at) const;
   // A planned staged store (kp_.epilogue): `copy Acc -> X` then
   // `copy X -> G[...]` stored straight from the accumulator.
   absl::Status EmitStagedStore(const Stmt& first, const Stmt& second);
@@ -406,7 +412,6 @@ class Emitter {
   // read of them), so a tile's Q lands while the block finishes the one
   // before.
   std::vector<TmaCopy> ws_pre_copies_;  // (ring_off: the second slot's)
-  int64_t scratch_offset_ = -1;
   // Do two buffers share any byte (or are they the same buffer)?
   bool SameBytes(const std::string& a, const std::string& b) const;
   int64_t threads_ = 0;

@@ -178,7 +178,7 @@ absl::Status Emitter::EmitPipelined(const ForStmt& f, const Loc& loc) {
       if (!src.ok()) return src.status();
       if (!dst.ok()) return dst.status();
       absl::Status st;
-      if (!TryFastCopy(*src, *dst, loc, RingSlot(*c, slot), false, &st)) {
+      if (!TryFastCopy(*src, *dst, nullptr, RingSlot(*c, slot), false, &st)) {
         return LocatedError(
             loc,
             StrCat("the ring copy into ", c->dst.name,

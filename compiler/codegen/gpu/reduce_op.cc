@@ -113,7 +113,7 @@ absl::Status Emitter::EmitReduce(const ReduceStmt& r, const Loc& loc) {
     Line("(void)kiln_lane;");
     Line("(void)kiln_warp;");
     Line(StrCat("float* const kiln_scr = reinterpret_cast<float*>(kiln_smem + ",
-                scratch_offset_, ");"));
+                kp_.shared.scratch_offset, ");"));
     Line("#pragma unroll");
     Open(StrCat("for (int kiln_mi = 0; kiln_mi < ", L, "::kTm; ++kiln_mi)"));
     Line("#pragma unroll");
@@ -222,7 +222,7 @@ absl::Status Emitter::EmitReduce(const ReduceStmt& r, const Loc& loc) {
     if (waves_per_row > 1) {
       // One partial per wave of a row; every lane reads its row's.
       Line(StrCat(acc_type, "* const kiln_scr = reinterpret_cast<", acc_type,
-                  "*>(kiln_smem + ", scratch_offset_, ");"));
+                  "*>(kiln_smem + ", kp_.shared.scratch_offset, ");"));
       Line("#pragma unroll");
       Open(StrCat("for (int ", c, " = 0; ", c, " < ", rf.regs(), "; ++", c,
                   ")"));
@@ -282,7 +282,7 @@ absl::Status Emitter::EmitReduce(const ReduceStmt& r, const Loc& loc) {
     vars_[u] = {u, Type::Int()};
     Open("");
     Line(StrCat(acc_type, "* const kiln_scr = reinterpret_cast<", acc_type,
-                "*>(kiln_smem + ", scratch_offset_, ");"));
+                "*>(kiln_smem + ", kp_.shared.scratch_offset, ");"));
     KILN_GPU_RETURN_IF_ERROR(open_chunk_partials(ob, c, u));
     if (by_warp) {
       Line("kiln_v = kiln::warp_reduce(kiln_v, " + op_name + "());");

@@ -9,7 +9,8 @@
 
 namespace kiln::compiler::gpu::internal {
 
-absl::Status Emitter::EmitCopy(const CopyStmt& c, const Loc& loc) {
+absl::Status Emitter::EmitCopy(const CopyStmt& c, const Stmt& at) {
+  const Loc& loc = at.loc;
   auto src = MakeAccess(c.src);
   if (!src.ok()) return src.status();
   auto dst = MakeAccess(c.dst);
@@ -24,7 +25,7 @@ absl::Status Emitter::EmitCopy(const CopyStmt& c, const Loc& loc) {
     return absl::OkStatus();
   }
   if (src->buf->own || dst->buf->own) return EmitOwnedCopy(*src, *dst);
-  if (TryFastCopy(*src, *dst, loc, "", true, &st)) return st;
+  if (TryFastCopy(*src, *dst, &at, "", true, &st)) return st;
   const RegisterFragment* reg = src->buf->reg ? src->buf->reg : dst->buf->reg;
   const std::string layout = src->buf->reg ? src->buf->layout
                              : dst->buf    ? dst->buf->layout
@@ -118,64 +119,134 @@ absl::Status Emitter::EmitOwnedCopy(const Access& src, const Access& dst) {
   rb.shape = {Expr::Int(of.vec)};
   vars_[u] = {u, Type::Int()};
   const int64_t chunk_bytes = StorageBytes(xd, of.vec);
-  Line("#pragma unroll");
-  Open(StrCat("for (int ", c, " = 0; ", c, " < ", of.regs() / of.vec, "; ++", c,
-              ")"));
-  absl::Status st = AtOwned(
-      ob, StrCat(c, " * ", of.vec), "",
-      [&](const std::vector<Expr>& first) -> absl::Status {
-        std::vector<Expr> last = first;
-        last.back() =
-            Expr::Binary(BinaryOp::kAdd, first.back(), Expr::Int(of.vec - 1));
-        const std::vector<Expr> xf = other(first);
-        Expr in =
-            Expr::Binary(BinaryOp::kAnd, x.Guard(xf), x.Guard(other(last)));
-        auto guard = Value(FoldConstants(in));
-        if (!guard.ok()) return guard.status();
-        auto off = Offset(*x.buf, xf);
-        if (!off.ok()) return off.status();
-        const std::string ptr = StrCat(x.buf->code, " + ", *off);
-        Open(StrCat("if ((", guard->code, ") && kiln::chunk_aligned(", ptr,
-                    ", ", chunk_bytes, "))"));
-        Line(StrCat("alignas(16) ", StorageType(xd), " ", raw, "[", of.vec,
-                    "];"));
-        if (into) {
-          Line(StrCat("kiln::copy_chunk<", of.vec, ">(", raw, ", ", ptr, ");"));
-        }
-        Line("#pragma unroll");
-        Open(
-            StrCat("for (int ", u, " = 0; ", u, " < ", of.vec, "; ++", u, ")"));
-        KILN_GPU_RETURN_IF_ERROR(
-            AtOwned(ob, StrCat(c, " * ", of.vec), u,
-                    [&](const std::vector<Expr>& e) -> absl::Status {
-                      const Expr r = Expr::Load(raw, {Expr::Var(u)});
-                      auto code = into ? StoreCode(o.name, o.Indices(e, false),
-                                                   AssignOp::kSet, r)
-                                       : StoreCode(raw, {Expr::Var(u)},
-                                                   AssignOp::kSet, o.Load(e));
-                      if (!code.ok()) return code.status();
-                      Line(*code);
-                      return absl::OkStatus();
-                    }));
-        Close();
-        if (!into) {
-          Line(StrCat("kiln::copy_chunk<", of.vec, ">(", ptr, ", ", raw, ");"));
-        }
-        Close("} else {");
-        ++indent_;
-        Line("#pragma unroll");
-        Open(
-            StrCat("for (int ", u, " = 0; ", u, " < ", of.vec, "; ++", u, ")"));
-        KILN_GPU_RETURN_IF_ERROR(
-            AtOwned(ob, StrCat(c, " * ", of.vec), u, element));
-        Close();
-        Close();
-        return absl::OkStatus();
-      });
+  // Every chunk of this thread: its first and last element's indices on
+  // the other side, the chunk's pointer, and the one element copy (or
+  // chunk copy) emitted for it; `checked`: the chunk tested at the
+  // tensor's edges and for alignment, element by element where it fails.
+  auto chunk_loop = [&](bool checked) -> absl::Status {
+    Line("#pragma unroll");
+    Open(StrCat("for (int ", c, " = 0; ", c, " < ", of.regs() / of.vec, "; ++",
+                c, ")"));
+    absl::Status st = AtOwned(
+        ob, StrCat(c, " * ", of.vec), "",
+        [&](const std::vector<Expr>& first) -> absl::Status {
+          const std::vector<Expr> xf = other(first);
+          auto off = Offset(*x.buf, xf);
+          if (!off.ok()) return off.status();
+          const std::string ptr = StrCat(x.buf->code, " + ", *off);
+          if (checked) {
+            std::vector<Expr> last = first;
+            last.back() = Expr::Binary(BinaryOp::kAdd, first.back(),
+                                       Expr::Int(of.vec - 1));
+            Expr in =
+                Expr::Binary(BinaryOp::kAnd, x.Guard(xf), x.Guard(other(last)));
+            auto guard = Value(FoldConstants(in));
+            if (!guard.ok()) return guard.status();
+            Open(StrCat("if ((", guard->code, ") && kiln::chunk_aligned(", ptr,
+                        ", ", chunk_bytes, "))"));
+          }
+          Line(StrCat("alignas(16) ", StorageType(xd), " ", raw, "[", of.vec,
+                      "];"));
+          if (into) {
+            Line(StrCat("kiln::copy_chunk<", of.vec, ">(", raw, ", ", ptr,
+                        ");"));
+          }
+          Line("#pragma unroll");
+          Open(StrCat("for (int ", u, " = 0; ", u, " < ", of.vec, "; ++", u,
+                      ")"));
+          KILN_GPU_RETURN_IF_ERROR(AtOwned(
+              ob, StrCat(c, " * ", of.vec), u,
+              [&](const std::vector<Expr>& e) -> absl::Status {
+                const Expr r = Expr::Load(raw, {Expr::Var(u)});
+                auto code = into ? StoreCode(o.name, o.Indices(e, false),
+                                             AssignOp::kSet, r)
+                                 : StoreCode(raw, {Expr::Var(u)},
+                                             AssignOp::kSet, o.Load(e));
+                if (!code.ok()) return code.status();
+                Line(*code);
+                return absl::OkStatus();
+              }));
+          Close();
+          if (!into) {
+            Line(StrCat("kiln::copy_chunk<", of.vec, ">(", ptr, ", ", raw,
+                        ");"));
+          }
+          if (!checked) return absl::OkStatus();
+          Close("} else {");
+          ++indent_;
+          Line("#pragma unroll");
+          Open(StrCat("for (int ", u, " = 0; ", u, " < ", of.vec, "; ++", u,
+                      ")"));
+          KILN_GPU_RETURN_IF_ERROR(
+              AtOwned(ob, StrCat(c, " * ", of.vec), u, element));
+          Close();
+          Close();
+          return absl::OkStatus();
+        });
+    Close();
+    return st;
+  };
+  // One test for the whole region, the same for every thread: inside the
+  // tensor, its first element aligned to a chunk and every row stride a
+  // whole number of chunks. It holds for every tile but the edge ones, so
+  // the chunks go unchecked there whatever the shapes' spelling (constant
+  // or run-time).
+  auto whole = WholeRegion(x, ob.dims, of.vec, chunk_bytes);
+  if (!whole.ok()) return whole.status();
+  Open(StrCat("if (", *whole, ")"));
+  absl::Status st = chunk_loop(false);
+  if (st.ok()) {
+    Close("} else {");
+    ++indent_;
+    st = chunk_loop(true);
+  }
   Close();
   Close();
   bufs_.erase(raw);
   return st;
+}
+
+absl::StatusOr<std::string> Emitter::WholeRegion(
+    const Access& x, const std::vector<int64_t>& dims, int vec,
+    int64_t chunk_bytes) {
+  const Buf& b = *x.buf;
+  Expr in = Expr::Bool(true);
+  auto both = [&](Expr e) {
+    in = in.kind == ExprKind::kBool && in.bool_value
+             ? std::move(e)
+             : Expr::Binary(BinaryOp::kAnd, std::move(in), std::move(e));
+  };
+  // The fragment's dims other than unit ones lie, in order, along the
+  // region's free dims other than unit ones (EmitOwnedCopy's mapping).
+  std::vector<int64_t> along;
+  for (int64_t n : dims) {
+    if (n != 1) along.push_back(n);
+  }
+  size_t next = 0;
+  std::string strides;
+  for (size_t d = 0; d < b.shape.size(); ++d) {
+    int64_t n = 1;  // elements touched along d
+    if (x.free[d] && !x.unit[d]) {
+      if (next == along.size()) return std::string("false");
+      n = along[next++];
+    }
+    if (x.free[d] && !x.unit[d] && d + 1 < b.shape.size()) {
+      StrAppend(&strides, " && (", b.strides[d], ") % ", vec, " == 0");
+    }
+    if (x.full[d] && FoldInt(b.shape[d]) == n) continue;  // all of it
+    const Expr& lo = x.starts[d];
+    both(Expr::Binary(BinaryOp::kLe, Expr::Int(0), lo));
+    both(Expr::Binary(BinaryOp::kLe,
+                      Expr::Binary(BinaryOp::kAdd, lo, Expr::Int(n)),
+                      b.shape[d]));
+  }
+  if (next != along.size()) return std::string("false");
+  auto test = Value(FoldConstants(in));
+  if (!test.ok()) return test.status();
+  auto off = Offset(b, x.starts);
+  if (!off.ok()) return off.status();
+  return StrCat("(", test->code, ") && kiln::chunk_aligned(", b.code, " + ",
+                *off, ", ", chunk_bytes, ")", strides);
 }
 
 absl::Status Emitter::EmitStagedStore(const Stmt& first, const Stmt& second) {
@@ -189,7 +260,7 @@ absl::Status Emitter::EmitStagedStore(const Stmt& first, const Stmt& second) {
   auto dst = MakeAccess(c2.dst);
   if (!dst.ok()) return dst.status();
   absl::Status st;
-  if (!TryFastCopy(*src, *dst, second.loc, "", false, &st)) {
+  if (!TryFastCopy(*src, *dst, &first, "", false, &st)) {
     return LocatedError(second.loc,
                         StrCat("the store of ", c1.src.name, " to ",
                                c2.dst.name, " was planned but does not apply"),
@@ -198,18 +269,16 @@ absl::Status Emitter::EmitStagedStore(const Stmt& first, const Stmt& second) {
   return st;
 }
 
-absl::StatusOr<int> Emitter::TmaStoreMap(const Access& g, size_t row_dim,
-                                         const Buf& acc) {
-  // (PlanTmaStores and PlanTensorMaps decided it with the same TmaStoreSpec.)
-  if (acc.reg == nullptr || kp_.shared.tma_staging < 0) return -1;
-  const std::optional<TensorMapSpec> spec =
-      TmaStoreSpec(kp_, *acc.reg, g.buf->dtype, g.name, g.free.size(), row_dim);
-  if (!spec) return -1;
-  const int map = TmaMapIndex(kp_.tma, *spec);
+absl::StatusOr<int> Emitter::TmaStoreMap(const Stmt* at) const {
+  if (at == nullptr) return -1;
+  auto it = kp_.tma.stores.find(at);
+  if (it == kp_.tma.stores.end()) return -1;
+  const int map = TmaMapIndex(kp_.tma, it->second);
   if (map < 0) {
-    return absl::InternalError(StrCat("kernel '", k_.name, "': the TMA store ",
-                                      "of ", acc.code, " to ", g.name,
-                                      " has no planned map"));
+    return LocatedError(at->loc,
+                        StrCat("the TMA store to ", it->second.param,
+                               " has no planned tensor map"),
+                        absl::StatusCode::kInternal);
   }
   return map;
 }
@@ -217,7 +286,7 @@ absl::StatusOr<int> Emitter::TmaStoreMap(const Access& g, size_t row_dim,
 // A whole rank-2 shared tile <-> a rank-2 global region whose last dim is
 // contiguous: 16-byte chunks (cp.async where the target has it) and 16-byte
 // stores, with edge predication.
-bool Emitter::TryFastCopy(const Access& src, const Access& dst, const Loc& loc,
+bool Emitter::TryFastCopy(const Access& src, const Access& dst, const Stmt* at,
                           const std::string& dst_ptr_override, bool wait,
                           absl::Status* st) {
   const bool g2s = src.buf->tensor && Shared(dst.name);
@@ -298,7 +367,7 @@ bool Emitter::TryFastCopy(const Access& src, const Access& dst, const Loc& loc,
           StrCat("kiln::r2g_acc<", tag, ", ", tb.layout, ">(", gp, ", ",
                  g.buf->strides[fd[0]], ", ", tb.code,
                  ", kiln_rlo, kiln_rhi, kiln_clo, kiln_chi);");
-      absl::StatusOr<int> map = TmaStoreMap(g, fd[0], tb);
+      absl::StatusOr<int> map = TmaStoreMap(at);
       if (!map.ok()) return map.status();
       if (*map >= 0) {
         // The tile's first element, innermost dim first.
@@ -341,7 +410,6 @@ bool Emitter::TryFastCopy(const Access& src, const Access& dst, const Loc& loc,
     if (wait && g2s) Barrier();
     return absl::OkStatus();
   };
-  (void)loc;
   *st = emit();
   return true;
 }
