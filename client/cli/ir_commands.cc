@@ -1,12 +1,16 @@
 // `kiln ir check|fmt|hash`: the offline tile-IR tools. They read .tile files,
 // run the compiler's parser, verifier, printer and hash, and print
 // diagnostics as `FILE:LINE:COL: error: MESSAGE` on stderr. No daemon needed.
+// `kiln ir check --prove` also prints what the prover says of every access
+// (compiler/passes/access_report.h).
 #include <iostream>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "client/cli/bindings.h"
 #include "client/cli/commands.h"
 #include "client/cli/source_file.h"
 #include "compiler/ir/canonical_hash.h"
@@ -14,6 +18,8 @@
 #include "compiler/ir/parser.h"
 #include "compiler/ir/printer.h"
 #include "compiler/ir/verifier.h"
+#include "compiler/passes/access_report.h"
+#include "compiler/tuning_space.h"
 
 namespace kiln::cli {
 namespace {
@@ -52,15 +58,59 @@ std::optional<ParsedFile> Load(const std::string& file, bool verify) {
   return ParsedFile{*std::move(text), std::move(parsed.program)};
 }
 
+// The access report of every kernel of `parsed` (`--prove`), each at the
+// bindings given, its tunables not given taking the first point of its
+// tuning space; false when a kernel fails to specialise.
+bool ProveFile(const std::string& file, const ParsedFile& parsed,
+               const std::map<std::string, int64_t>& given) {
+  bool ok = true;
+  for (const compiler::Kernel& k : parsed.program.kernels) {
+    std::map<std::string, int64_t> b = given;
+    std::vector<compiler::TunableValues> space =
+        compiler::EnumerateTuningSpace(k, 1);
+    if (!space.empty()) {
+      for (const auto& [name, v] : space[0]) b.emplace(name, v);
+    }
+    absl::StatusOr<compiler::AccessReport> report =
+        compiler::ProveAccesses(k, b);
+    if (!report.ok()) {
+      std::optional<compiler::Loc> loc =
+          compiler::ErrorLocation(report.status());
+      compiler::Diagnostic d{loc.value_or(compiler::Loc{}),
+                             std::string(report.status().message())};
+      std::cerr << d.ToString(file) << " (kernel '" << k.name << "')\n";
+      ok = false;
+      continue;
+    }
+    std::cout << compiler::FormatAccessReport(*report, file);
+  }
+  return ok;
+}
+
 void RegisterCheck(CLI::App& ir) {
   auto files = std::make_shared<std::vector<std::string>>();
+  auto prove = std::make_shared<bool>(false);
+  auto defines = std::make_shared<std::vector<std::string>>();
   CLI::App* check = ir.add_subcommand(
       "check", "Parse and verify tile-IR files; print every error");
+  check->add_flag("--prove", *prove,
+                  "Also print, for every access of every kernel, whether it "
+                  "is proven in range, checked at run time (with a "
+                  "counterexample) or out of range, and races on shared "
+                  "tiles");
+  check->add_option("-D", *defines,
+                    "With --prove: bind a tunable or fix a symbol, "
+                    "NAME=VALUE (repeatable; unbound tunables take their "
+                    "first candidates)");
   check->add_option("files", *files, "Tile-IR files (.tile)")->required();
-  check->callback([files] {
+  check->callback([files, prove, defines] {
+    const std::map<std::string, int64_t> given =
+        ParseBindings(*defines, "kiln ir check", "-D");
     bool all_valid = true;
     for (const std::string& file : *files) {
-      all_valid &= Load(file, /*verify=*/true).has_value();
+      std::optional<ParsedFile> parsed = Load(file, /*verify=*/true);
+      all_valid &= parsed.has_value();
+      if (parsed && *prove) all_valid &= ProveFile(file, *parsed, given);
     }
     if (!all_valid) Exit(kExitFailure);
   });

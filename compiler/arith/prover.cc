@@ -269,6 +269,21 @@ std::optional<bool> Prover::DecideByRules(const Expr& cond) const {
   return std::nullopt;
 }
 
+Z3Backend& Prover::Z3() {
+  if (!z3_) {
+    z3_ = std::make_unique<Z3Backend>(options_.z3_rlimit);
+    stats_.z3_created = true;
+  }
+  return *z3_;
+}
+
+std::vector<Z3Backend::RangeFact> Prover::RangeFacts() const {
+  std::vector<Z3Backend::RangeFact> out;
+  out.reserve(ranges_.size());
+  for (const Range& r : ranges_) out.push_back({r.var, &r.lo, &r.hi});
+  return out;
+}
+
 bool Prover::CanProve(const Expr& cond) {
   ++stats_.queries;
   Expr folded = FoldConstants(cond);
@@ -278,20 +293,19 @@ bool Prover::CanProve(const Expr& cond) {
   }
   if (!options_.use_z3) return false;
   auto start = std::chrono::steady_clock::now();
-  if (!z3_) {
-    z3_ = std::make_unique<Z3Backend>(options_.z3_rlimit);
-    stats_.z3_created = true;
-  }
-  std::vector<Z3Backend::RangeFact> ranges;
-  ranges.reserve(ranges_.size());
-  for (const Range& r : ranges_) ranges.push_back({r.var, &r.lo, &r.hi});
   ++stats_.z3_queries;
-  bool proved = z3_->Prove(ranges, facts_, folded);
+  bool proved = Z3().Prove(RangeFacts(), facts_, folded);
   if (proved) ++stats_.z3_proved;
   stats_.z3_ms += std::chrono::duration<double, std::milli>(
                       std::chrono::steady_clock::now() - start)
                       .count();
   return proved;
+}
+
+std::optional<std::map<std::string, int64_t>> Prover::Counterexample(
+    const Expr& cond) {
+  if (!options_.use_z3) return std::nullopt;
+  return Z3().Counterexample(RangeFacts(), facts_, FoldConstants(cond));
 }
 
 }  // namespace kiln::compiler

@@ -12,11 +12,13 @@
 #define KILN_COMPILER_ARITH_PROVER_H_
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "compiler/arith/z3_backend.h"
 #include "compiler/ir/ir.h"
 
 namespace kiln::compiler {
@@ -37,8 +39,6 @@ struct ProverStats {
   bool z3_created = false;
   double z3_ms = 0;  // creation and queries
 };
-
-class Z3Backend;
 
 class Prover {
  public:
@@ -62,6 +62,13 @@ class Prover {
   // "not proven", never "proven false".
   bool CanProve(const Expr& cond);
 
+  // Values of the variables under which the facts in scope hold and
+  // `cond` does not (Z3; nullopt when it finds none within the limit, or
+  // without Z3). Facts Z3 cannot translate are left out, so a
+  // counterexample may break one of them.
+  std::optional<std::map<std::string, int64_t>> Counterexample(
+      const Expr& cond);
+
   // The constant interval [lo, hi] of an integer expression under the
   // ranges in scope, when both ends are known.
   std::optional<std::pair<int64_t, int64_t>> Bounds(const Expr& e) const;
@@ -84,6 +91,8 @@ class Prover {
   // Cheap rules: nullopt when they cannot decide.
   std::optional<bool> DecideByRules(const Expr& cond) const;
   const Range* FindRange(const std::string& var) const;
+  Z3Backend& Z3();  // made on first use
+  std::vector<Z3Backend::RangeFact> RangeFacts() const;
 
   ProverOptions options_;
   ProverStats stats_;

@@ -3,7 +3,10 @@
 #ifndef KILN_COMPILER_ARITH_Z3_BACKEND_H_
 #define KILN_COMPILER_ARITH_Z3_BACKEND_H_
 
+#include <cstdint>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +32,13 @@ class Z3Backend {
   // false.
   bool Prove(const std::vector<RangeFact>& ranges,
              const std::vector<Expr>& facts, const Expr& cond);
+
+  // Values of the variables (by name) under which the ranges and facts
+  // hold and `cond` does not; nullopt when there are none, or Z3 cannot
+  // tell within the limit, or `cond` is untranslatable.
+  std::optional<std::map<std::string, int64_t>> Counterexample(
+      const std::vector<RangeFact>& ranges, const std::vector<Expr>& facts,
+      const Expr& cond);
 
  private:
   struct Impl;

@@ -34,7 +34,9 @@
 #include "compiler/ir/const_fold.h"
 #include "compiler/ir/diagnostic.h"
 #include "compiler/ir/format.h"
+#include "compiler/ir/printer.h"
 #include "compiler/ir/rewrite.h"
+#include "compiler/passes/access_report.h"
 #include "compiler/passes/kernel_facts.h"
 #include "compiler/passes/passes.h"
 #include "compiler/passes/region_access.h"
@@ -58,8 +60,9 @@ Expr And(Expr a, Expr b) {
 
 class Guarder {
  public:
-  Guarder(const Kernel& k, Prover* prover)
-      : prover_(prover), fresh_(CollectNames(k)) {
+  // `report`: where the findings go (`--prove`); null in a compile.
+  Guarder(const Kernel& k, Prover* prover, AccessReport* report = nullptr)
+      : prover_(prover), report_(report), fresh_(CollectNames(k)) {
     for (const Param& p : k.params) {
       if (p.is_tensor) buffers_[p.name] = {Scope::kGlobal, p.dtype, p.shape};
     }
@@ -108,6 +111,208 @@ class Guarder {
     return g;
   }
 
+  // ---- the findings (report_ only)
+
+  static void Conjuncts(const Expr& e, std::vector<Expr>* out) {
+    if (e.kind == ExprKind::kBinary && e.binary_op == BinaryOp::kAnd) {
+      Conjuncts(e.args[0], out);
+      Conjuncts(e.args[1], out);
+    } else if (!(e.kind == ExprKind::kBool && e.bool_value)) {
+      out->push_back(e);
+    }
+  }
+
+  // !c, a comparison flipped (what the prover's rules read best).
+  static Expr Negated(const Expr& c) {
+    if (c.kind == ExprKind::kBinary) {
+      static const std::map<BinaryOp, BinaryOp> kFlip = {
+          {BinaryOp::kLt, BinaryOp::kGe}, {BinaryOp::kLe, BinaryOp::kGt},
+          {BinaryOp::kGt, BinaryOp::kLe}, {BinaryOp::kGe, BinaryOp::kLt},
+          {BinaryOp::kEq, BinaryOp::kNe}, {BinaryOp::kNe, BinaryOp::kEq}};
+      if (auto it = kFlip.find(c.binary_op); it != kFlip.end()) {
+        return Expr::Binary(it->second, c.args[0], c.args[1]);
+      }
+    }
+    return Expr::Unary(UnaryOp::kNot, c);
+  }
+
+  static std::string Values(const std::map<std::string, int64_t>& m) {
+    std::string s;
+    for (const auto& [name, v] : m) {
+      StrAppend(&s, s.empty() ? "" : ", ", name, " = ", v);
+    }
+    return s;
+  }
+
+  // A finding on an access whose unproven in-range conditions are `left`
+  // (InRange's guard, or a region's); `tested`: what the guard does.
+  void Note(const Loc& loc, std::string access, const Expr& left,
+            std::string_view tested) {
+    if (!report_ || quiet_) return;
+    AccessFinding f;
+    f.loc = loc;
+    f.access = std::move(access);
+    std::vector<Expr> conds;
+    Conjuncts(left, &conds);
+    std::vector<std::string> tests;
+    std::string example;
+    for (const Expr& c : conds) {
+      if ((c.kind == ExprKind::kBool && !c.bool_value) || Proven(Negated(c))) {
+        f.verdict = AccessFinding::Verdict::kOutOfRange;
+        f.detail = StrCat("`", Print(c), "` never holds");
+        break;
+      }
+      f.verdict = AccessFinding::Verdict::kChecked;
+      tests.push_back(StrCat("`", Print(c), "`"));
+      if (example.empty() && IsIndexExpr(c, names_)) {
+        if (auto m = prover_->Counterexample(c); m && !m->empty()) {
+          example = StrCat("; out of range at ", Values(*m));
+        }
+      }
+    }
+    if (f.verdict == AccessFinding::Verdict::kChecked) {
+      f.detail =
+          StrCat("tests ", StrJoin(tests, " && "), " (", tested, ")", example);
+    }
+    report_->findings.push_back(std::move(f));
+  }
+
+  // `name[i, j]` / `name[s:+e, :]`.
+  static std::string Text(const std::string& name,
+                          const std::vector<Expr>& idx) {
+    std::vector<std::string> parts;
+    for (const Expr& i : idx) parts.push_back(Print(i));
+    return StrCat(name, "[", StrJoin(parts, ", "), "]");
+  }
+  static std::string Text(const Region& r) {
+    if (!r.has_slices) return r.name;
+    std::vector<std::string> parts;
+    for (const Slice& sl : r.slices) {
+      switch (sl.kind) {
+        case Slice::Kind::kFull:
+          parts.push_back(":");
+          break;
+        case Slice::Kind::kIndex:
+          parts.push_back(Print(sl.start));
+          break;
+        case Slice::Kind::kRange:
+          parts.push_back(StrCat(Print(sl.start), ":+", Print(sl.extent)));
+          break;
+      }
+    }
+    return StrCat(r.name, "[", StrJoin(parts, ", "), "]");
+  }
+
+  // The finding on one region of tile op `op`: every dim's start and end
+  // inside its buffer.
+  void NoteRegion(const Loc& loc, std::string_view op, const Region& r) {
+    if (!report_ || quiet_) return;
+    const RegionBuffer* b = Find(r);
+    if (!b) return;
+    const RegionAccess a(r, b);
+    Expr left = Expr::Bool(true);
+    for (size_t d = 0; d < a.starts.size() && d < b->shape.size(); ++d) {
+      if (a.full[d]) continue;
+      const Expr ext = a.free[d] ? a.extents[d] : Expr::Int(1);
+      const Expr end = FoldInt(a.starts[d]) == 0
+                           ? ext
+                           : Expr::Binary(BinaryOp::kAdd, a.starts[d], ext);
+      for (Expr c : {Expr::Binary(BinaryOp::kLe, Expr::Int(0), a.starts[d]),
+                     Expr::Binary(BinaryOp::kLe, end, b->shape[d])}) {
+        c = FoldConstants(c);
+        if (c.kind == ExprKind::kBool && c.bool_value) continue;
+        if (!Proven(c)) left = And(std::move(left), std::move(c));
+      }
+    }
+    const bool tensor = b->scope == Scope::kGlobal;
+    Note(loc, StrCat(op, " ", tensor ? "tensor" : "tile", " region ", Text(r)),
+         left,
+         tensor ? "elements past the tensor read 0, writes there are skipped"
+                : "clipped to the tile at run time");
+  }
+
+  // Races: two iterations of parallel `p` storing to one element of a
+  // shared tile. The stores of the body's top level and under its `if`s
+  // (their index conditions holding for both), through its index lets.
+  void NoteRaces(const ParallelStmt& p) {
+    if (!report_ || quiet_) return;
+    std::map<std::string, Expr> lets;  // index lets, resolved
+    std::map<std::string, Expr> primed;
+    for (const std::string& v : p.vars) primed[v] = Expr::Var(v + "'");
+    prover_->Push();
+    for (size_t v = 0; v < p.vars.size() && v < p.extents.size(); ++v) {
+      prover_->AddRange(p.vars[v] + "'", Expr::Int(0), p.extents[v]);
+    }
+    std::function<void(const Block&)> walk = [&](const Block& b) {
+      for (const Stmt& st : b) {
+        if (auto* l = std::get_if<LetStmt>(&st.node)) {
+          if (IsIndexExpr(l->value, names_)) {
+            lets[l->name] = Substitute(l->value, lets);
+          }
+        } else if (auto* i = std::get_if<IfStmt>(&st.node)) {
+          const Expr c = Substitute(i->cond, lets);
+          const bool fact = IsIndexExpr(i->cond, names_);
+          prover_->Push();
+          if (fact) {
+            prover_->AddFact(c);
+            prover_->AddFact(Substitute(c, primed));
+          }
+          walk(i->then_body);
+          prover_->Pop();
+          prover_->Push();
+          if (fact) {
+            const Expr n = Expr::Unary(UnaryOp::kNot, c);
+            prover_->AddFact(n);
+            prover_->AddFact(Substitute(n, primed));
+          }
+          walk(i->else_body);
+          prover_->Pop();
+        } else if (auto* s = std::get_if<StoreStmt>(&st.node)) {
+          auto it = buffers_.find(s->name);
+          if (it == buffers_.end() || it->second.scope != Scope::kShared) {
+            continue;
+          }
+          // Same element => same iteration, for every two iterations.
+          Expr same = Expr::Bool(true), other = Expr::Bool(true);
+          std::vector<Expr> idx;
+          bool index = true;
+          for (const Expr& e : s->indices) {
+            idx.push_back(Substitute(e, lets));
+            index &= IsIndexExpr(e, names_);
+            same = And(std::move(same),
+                       Expr::Binary(BinaryOp::kEq, idx.back(),
+                                    Substitute(idx.back(), primed)));
+          }
+          for (const std::string& v : p.vars) {
+            other = And(std::move(other),
+                        Expr::Binary(BinaryOp::kEq, Expr::Var(v), primed[v]));
+          }
+          if (!index) continue;
+          const Expr claim = Expr::Binary(
+              BinaryOp::kOr, Expr::Unary(UnaryOp::kNot, same), other);
+          if (prover_->CanProve(claim)) continue;
+          auto m = prover_->Counterexample(claim);
+          if (!m) continue;
+          std::vector<std::string> a, b2;
+          for (const std::string& v : p.vars) {
+            a.push_back(StrCat(v, " = ", (*m)[v]));
+            b2.push_back(StrCat(v, " = ", (*m)[v + "'"]));
+          }
+          AccessFinding f;
+          f.loc = st.loc;
+          f.verdict = AccessFinding::Verdict::kRace;
+          f.access = StrCat("store ", Text(s->name, s->indices));
+          f.detail = StrCat(
+              "iterations (", StrJoin(a, ", "), ") and (", StrJoin(b2, ", "),
+              ") write the same element of shared tile '", s->name, "'");
+          report_->findings.push_back(std::move(f));
+        }
+      }
+    };
+    walk(p.body);
+    prover_->Pop();
+  }
+
   static Expr Zero(DType t) {
     if (t == DType::kBool) return Expr::Bool(false);
     return Expr::Cast(t, Expr::Int(0));
@@ -119,6 +324,8 @@ class Guarder {
     auto it = buffers_.find(e.name);
     if (it == buffers_.end()) return;
     Expr guard = InRange(it->second.shape, e.args);
+    Note(e.loc, StrCat("load ", Text(e.name, e.args)), guard,
+         "reads 0 past it");
     if (guard.kind == ExprKind::kBool) return;  // constants in range
     const Loc loc = e.loc;
     Expr load = std::move(e);
@@ -246,9 +453,33 @@ class Guarder {
     return par;
   }
 
+  // The findings on tile op `s`'s regions, before any is clipped.
+  void NoteRegions(const Stmt& s) {
+    if (!report_) return;
+    if (auto* c = std::get_if<CopyStmt>(&s.node)) {
+      NoteRegion(s.loc, "copy", c->src);
+      NoteRegion(s.loc, "copy", c->dst);
+    } else if (auto* f = std::get_if<FillStmt>(&s.node)) {
+      NoteRegion(s.loc, "fill", f->dst);
+    } else if (auto* at = std::get_if<AtomicAddStmt>(&s.node)) {
+      NoteRegion(s.loc, "atomic_add", at->src);
+      NoteRegion(s.loc, "atomic_add", at->dst);
+    } else if (auto* g = std::get_if<GemmStmt>(&s.node)) {
+      for (const Region* r : {&g->a, &g->b, &g->c})
+        NoteRegion(s.loc, "gemm", *r);
+    } else if (auto* rd = std::get_if<ReduceStmt>(&s.node)) {
+      NoteRegion(s.loc, "reduce", rd->src);
+      NoteRegion(s.loc, "reduce", rd->dst);
+    } else if (auto* cs = std::get_if<CumsumStmt>(&s.node)) {
+      NoteRegion(s.loc, "cumsum", cs->src);
+      NoteRegion(s.loc, "cumsum", cs->dst);
+    }
+  }
+
   // Rules 3 and 4 for statement `s`: true when it became a parallel loop.
   bool ClipRegions(Stmt& s) {
     const Loc loc = s.loc;
+    NoteRegions(s);
     auto store = [loc](const RegionAccess& dst, const std::vector<Expr>& ivs,
                        Expr value, AssignOp op) {
       StoreStmt st;
@@ -291,7 +522,9 @@ class Guarder {
       if (auto* a = std::get_if<AllocStmt>(&s.node)) {
         buffers_[a->name] = {a->scope, a->dtype, a->shape};
       }
-      ClipRegions(s);
+      // (What a clipped op became is the pass's own code: no findings.)
+      const bool quiet = quiet_;
+      quiet_ |= ClipRegions(s);
       std::visit(
           [&](auto& n) {
             using T = std::decay_t<decltype(n)>;
@@ -326,6 +559,7 @@ class Guarder {
             } else if constexpr (std::is_same_v<T, ParallelStmt>) {
               prover_->Push();
               AddParallelRanges(n, prover_, &names_);
+              NoteRaces(n);
               Rewrite(n.body);
               prover_->Pop();
             } else if constexpr (std::is_same_v<T, CopyStmt>) {
@@ -348,11 +582,14 @@ class Guarder {
             }
           },
           s.node);
+      quiet_ = quiet;
       // An element store: skipped out of range.
       if (auto* st = std::get_if<StoreStmt>(&s.node)) {
         auto it = buffers_.find(st->name);
         if (it == buffers_.end()) continue;
         Expr guard = InRange(it->second.shape, st->indices);
+        Note(s.loc, StrCat("store ", Text(st->name, st->indices)), guard,
+             "skipped past it");
         if (guard.kind == ExprKind::kBool) continue;
         IfStmt wrap;
         wrap.cond = std::move(guard);
@@ -368,6 +605,8 @@ class Guarder {
 
   std::map<std::string, RegionBuffer> buffers_;
   Prover* prover_;
+  AccessReport* report_;
+  bool quiet_ = false;  // inside a clipped op's loop
   NameGenerator fresh_;
   IndexNames names_;
   absl::Status status_;
@@ -385,6 +624,46 @@ class GuardAccessesPass : public Pass {
 
 std::unique_ptr<Pass> CreateGuardAccessesPass() {
   return std::make_unique<GuardAccessesPass>();
+}
+
+absl::StatusOr<AccessReport> ProveAccesses(
+    const Kernel& kernel, const std::map<std::string, int64_t>& bindings) {
+  Kernel k = kernel;
+  Prover prover;
+  PassContext ctx;
+  ctx.target = "cpu";
+  ctx.bindings = bindings;
+  ctx.prover = &prover;
+  absl::Status st = CreateSpecializePass()->Run(k, ctx);
+  if (!st.ok()) return st;
+  AccessReport report;
+  report.kernel = kernel.name;
+  report.bindings = bindings;
+  st = Guarder(k, &prover, &report).Run(k);
+  if (!st.ok()) return st;
+  return report;
+}
+
+std::string FormatAccessReport(const AccessReport& r, std::string_view file) {
+  std::vector<std::string> b;
+  for (const auto& [name, v] : r.bindings) b.push_back(StrCat(name, "=", v));
+  std::string out =
+      StrCat("kernel ", r.kernel,
+             b.empty() ? "" : StrCat(" (", StrJoin(b, ", "), ")"), "\n");
+  int counts[4] = {0, 0, 0, 0};
+  for (const AccessFinding& f : r.findings) {
+    static constexpr const char* kNames[] = {"proven", "checked at run time",
+                                             "out of range", "race"};
+    const int v = static_cast<int>(f.verdict);
+    ++counts[v];
+    StrAppend(&out, "  ", file, ":", f.loc.line, ":", f.loc.col, ": ",
+              kNames[v], ": ", f.access,
+              f.detail.empty() ? "" : StrCat(": ", f.detail), "\n");
+  }
+  StrAppend(&out, "  ", counts[0], " proven, ", counts[1],
+            " checked at run time, ", counts[2], " out of range, ", counts[3],
+            " races\n");
+  return out;
 }
 
 }  // namespace kiln::compiler

@@ -76,6 +76,32 @@ TEST(CliTest, HelpAndVersionExitWithZero) {
   EXPECT_THAT(version.out, HasSubstr(KILN_VERSION));
 }
 
+TEST(CliTest, CheckProvePrintsEveryAccessAtTheGivenBindings) {
+  testing::TempDir dir;
+  std::string file = dir.File("gemm.tile");
+  testing::WriteFile(file, kGemm);
+  testing::RunResult result =
+      Kiln({"ir", "check", "--prove", "-D", "BM=128", "-D", "M=256", file});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  // BM as given, the other tunables at their first candidates.
+  EXPECT_THAT(result.out, HasSubstr("kernel gemm (BK=32, BM=128, BN=64, "
+                                    "M=256)\n"));
+  // With M fixed at 256 the rows of A are inside it; the columns of K are
+  // tested, with the values that break them.
+  EXPECT_THAT(result.out,
+              HasSubstr(file + ":12:5: checked at run time: copy tensor "
+                               "region A[by * 128:+128, k * 32:+32]: tests "
+                               "`k * 32 + 32 <= K`"));
+  EXPECT_THAT(result.out, HasSubstr(file + ":12:5: proven: copy tile region "
+                                           "As\n"));
+  EXPECT_THAT(result.out, HasSubstr(" 0 out of range, 0 races\n"));
+  // A tunable off its candidates is the compile error it always is.
+  testing::RunResult off =
+      Kiln({"ir", "check", "--prove", "-D", "BM=96", file});
+  EXPECT_EQ(off.exit_code, 1);
+  EXPECT_THAT(off.err, HasSubstr("BM"));
+}
+
 TEST(CliTest, CheckOfAMissingFileFails) {
   testing::RunResult result = Kiln({"ir", "check", "/nonexistent/x.tile"});
   EXPECT_EQ(result.exit_code, 1);
