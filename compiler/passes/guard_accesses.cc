@@ -246,12 +246,11 @@ class Guarder {
     std::function<void(const Block&)> walk = [&](const Block& b) {
       for (const Stmt& st : b) {
         if (auto* l = std::get_if<LetStmt>(&st.node)) {
-          if (IsIndexExpr(l->value, names_)) {
-            lets[l->name] = Substitute(l->value, lets);
-          }
+          Expr v = Substitute(l->value, lets);
+          if (IsIndexExpr(v, names_)) lets[l->name] = std::move(v);
         } else if (auto* i = std::get_if<IfStmt>(&st.node)) {
           const Expr c = Substitute(i->cond, lets);
-          const bool fact = IsIndexExpr(i->cond, names_);
+          const bool fact = IsIndexExpr(c, names_);
           prover_->Push();
           if (fact) {
             prover_->AddFact(c);
@@ -278,7 +277,7 @@ class Guarder {
           bool index = true;
           for (const Expr& e : s->indices) {
             idx.push_back(Substitute(e, lets));
-            index &= IsIndexExpr(e, names_);
+            index &= IsIndexExpr(idx.back(), names_);
             same = And(std::move(same),
                        Expr::Binary(BinaryOp::kEq, idx.back(),
                                     Substitute(idx.back(), primed)));

@@ -102,6 +102,10 @@ kernel k(X: f32[4, 8], Y: f32[4])
     if j == 0 {
       s[i] = X[i, 0]
     }
+    let last = j - 7
+    if last == 0 {
+      s[i] = X[i, 7]
+    }
   }
   copy s -> Y
 }
@@ -112,6 +116,8 @@ kernel k(X: f32[4, 8], Y: f32[4])
   // w[i, j] is one element per iteration; s[i] under `j == 0` too.
   EXPECT_THAT(r, Not(HasSubstr("race: store w[i, j]")));
   EXPECT_THAT(r, Not(HasSubstr("k.tile:10:7: race")));
+  // (and under a test of a let of the indices)
+  EXPECT_THAT(r, Not(HasSubstr("k.tile:14:7: race")));
   EXPECT_THAT(r, HasSubstr(" 1 races"));
 }
 
