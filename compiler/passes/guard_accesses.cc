@@ -232,8 +232,9 @@ class Guarder {
   }
 
   // Races: two iterations of parallel `p` storing to one element of a
-  // shared tile. The stores of the body's top level and under its `if`s
-  // (their index conditions holding for both), through its index lets.
+  // shared tile. The stores of the body's top level, under its `if`s
+  // (their index conditions holding for both) and in its loops (each
+  // iteration at any step of them), through its index lets.
   void NoteRaces(const ParallelStmt& p) {
     if (!report_ || quiet_) return;
     std::map<std::string, Expr> lets;  // index lets, resolved
@@ -266,6 +267,23 @@ class Guarder {
           }
           walk(i->else_body);
           prover_->Pop();
+        } else if (auto* f = std::get_if<ForStmt>(&st.node)) {
+          // A loop inside the body: its variable ranges per iteration of
+          // the parallel (two iterations may be at different steps).
+          const Expr lo = Substitute(f->start ? *f->start : Expr::Int(0), lets);
+          const Expr hi = Substitute(f->stop, lets);
+          if (!IsIndexExpr(lo, names_) || !IsIndexExpr(hi, names_)) continue;
+          const bool known = names_.count(f->var) > 0;
+          names_.insert(f->var);
+          prover_->Push();
+          prover_->AddRange(f->var, lo, hi);
+          prover_->AddRange(f->var + "'", Substitute(lo, primed),
+                            Substitute(hi, primed));
+          primed[f->var] = Expr::Var(f->var + "'");
+          walk(f->body);
+          primed.erase(f->var);
+          prover_->Pop();
+          if (!known) names_.erase(f->var);
         } else if (auto* s = std::get_if<StoreStmt>(&st.node)) {
           auto it = buffers_.find(s->name);
           if (it == buffers_.end() || it->second.scope != Scope::kShared) {

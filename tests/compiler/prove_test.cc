@@ -107,6 +107,18 @@ kernel k(X: f32[4, 8], Y: f32[4])
       s[i] = X[i, 7]
     }
   }
+  parallel (r) in (4) {
+    for k in serial(2) {
+      w[r, k] = X[r, k]
+      w[r, k * 0 + 2] = X[r, 2]
+    }
+  }
+  parallel (c) in (2) {
+    for m in serial(4) {
+      w[m, c * 4 + m] = X[m, c]
+      w[m, 0] = X[m, c]
+    }
+  }
   copy s -> Y
 }
 )");
@@ -118,7 +130,12 @@ kernel k(X: f32[4, 8], Y: f32[4])
   EXPECT_THAT(r, Not(HasSubstr("k.tile:10:7: race")));
   // (and under a test of a let of the indices)
   EXPECT_THAT(r, Not(HasSubstr("k.tile:14:7: race")));
-  EXPECT_THAT(r, HasSubstr(" 1 races"));
+  // In a loop of the body: one iteration of the parallel storing twice to
+  // one element is no race; two iterations at any steps are.
+  EXPECT_THAT(r, Not(HasSubstr("race: store w[r, k]")));
+  EXPECT_THAT(r, Not(HasSubstr("race: store w[m, c * 4 + m]")));
+  EXPECT_THAT(r, HasSubstr("race: store w[m, 0]: iterations (c = "));
+  EXPECT_THAT(r, HasSubstr(" 2 races"));
 }
 
 TEST(ProveTest, ARunTimeExtentIsClippedToItsTile) {
