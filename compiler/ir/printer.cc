@@ -359,6 +359,8 @@ std::string Print(const Kernel& k) {
   return out;
 }
 
+std::string Print(const Region& region) { return RegionText(region); }
+
 std::string Print(const Program& program) {
   std::string out;
   for (size_t i = 0; i < program.kernels.size(); ++i) {

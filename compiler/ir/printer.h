@@ -12,6 +12,8 @@ namespace kiln::compiler {
 std::string Print(const Program& program);
 std::string Print(const Kernel& kernel);
 std::string Print(const Expr& expr);
+// A region operand as tile ops print it: `X[i, s:+n, :]`, or `X` whole.
+std::string Print(const Region& region);
 
 }  // namespace kiln::compiler
 

@@ -83,19 +83,44 @@ struct RegionSlices {
     return idx;
   }
 
+  // `a && b`, `a` dropping out while it is the starting `true`.
+  static Expr AndTrue(Expr a, Expr b) {
+    return a.kind == ExprKind::kBool
+               ? std::move(b)
+               : Expr::Binary(BinaryOp::kAnd, std::move(a), std::move(b));
+  }
+
   // `0 <= idx < shape[d]` for every non-full dim (true when there is none).
   Expr InBounds(const std::vector<Expr>& idx,
                 const std::vector<Expr>& shape) const {
     Expr g = Expr::Bool(true);
-    auto conj = [&](Expr c) {
-      g = g.kind == ExprKind::kBool
-              ? std::move(c)
-              : Expr::Binary(BinaryOp::kAnd, std::move(g), std::move(c));
-    };
+    auto conj = [&](Expr c) { g = AndTrue(std::move(g), std::move(c)); };
     for (size_t d = 0; d < idx.size() && d < shape.size(); ++d) {
       if (full[d]) continue;
       conj(Expr::Binary(BinaryOp::kLe, Expr::Int(0), idx[d]));
       conj(Expr::Binary(BinaryOp::kLt, idx[d], shape[d]));
+    }
+    return g;
+  }
+
+  // `0 <= start` and `start + spans[d] <= shape[d]` for every dim, where
+  // `spans[d]` elements are touched from the dim's start (true when
+  // nothing is left); a full dim touched whole is left out.
+  Expr SpanInBounds(const std::vector<Expr>& spans,
+                    const std::vector<Expr>& shape) const {
+    Expr g = Expr::Bool(true);
+    auto conj = [&](Expr c) { g = AndTrue(std::move(g), std::move(c)); };
+    for (size_t d = 0;
+         d < starts.size() && d < spans.size() && d < shape.size(); ++d) {
+      const auto n = FoldInt(spans[d]);
+      if (full[d] && (spans[d] == shape[d] || (n && FoldInt(shape[d]) == n))) {
+        continue;
+      }
+      const Expr end = FoldInt(starts[d]) == 0
+                           ? spans[d]
+                           : Expr::Binary(BinaryOp::kAdd, starts[d], spans[d]);
+      conj(Expr::Binary(BinaryOp::kLe, Expr::Int(0), starts[d]));
+      conj(Expr::Binary(BinaryOp::kLe, end, shape[d]));
     }
     return g;
   }

@@ -177,32 +177,6 @@ class Guarder {
     report_->findings.push_back(std::move(f));
   }
 
-  // `name[i, j]` / `name[s:+e, :]`.
-  static std::string Text(const std::string& name,
-                          const std::vector<Expr>& idx) {
-    std::vector<std::string> parts;
-    for (const Expr& i : idx) parts.push_back(Print(i));
-    return StrCat(name, "[", StrJoin(parts, ", "), "]");
-  }
-  static std::string Text(const Region& r) {
-    if (!r.has_slices) return r.name;
-    std::vector<std::string> parts;
-    for (const Slice& sl : r.slices) {
-      switch (sl.kind) {
-        case Slice::Kind::kFull:
-          parts.push_back(":");
-          break;
-        case Slice::Kind::kIndex:
-          parts.push_back(Print(sl.start));
-          break;
-        case Slice::Kind::kRange:
-          parts.push_back(StrCat(Print(sl.start), ":+", Print(sl.extent)));
-          break;
-      }
-    }
-    return StrCat(r.name, "[", StrJoin(parts, ", "), "]");
-  }
-
   // The finding on one region of tile op `op`: every dim's start and end
   // inside its buffer.
   void NoteRegion(const Loc& loc, std::string_view op, const Region& r) {
@@ -210,22 +184,20 @@ class Guarder {
     const RegionBuffer* b = Find(r);
     if (!b) return;
     const RegionAccess a(r, b);
+    std::vector<Expr> spans;
+    for (size_t d = 0; d < a.starts.size(); ++d) {
+      spans.push_back(a.free[d] ? a.extents[d] : Expr::Int(1));
+    }
+    std::vector<Expr> conds;
+    Conjuncts(a.SpanInBounds(spans, b->shape), &conds);
     Expr left = Expr::Bool(true);
-    for (size_t d = 0; d < a.starts.size() && d < b->shape.size(); ++d) {
-      if (a.full[d]) continue;
-      const Expr ext = a.free[d] ? a.extents[d] : Expr::Int(1);
-      const Expr end = FoldInt(a.starts[d]) == 0
-                           ? ext
-                           : Expr::Binary(BinaryOp::kAdd, a.starts[d], ext);
-      for (Expr c : {Expr::Binary(BinaryOp::kLe, Expr::Int(0), a.starts[d]),
-                     Expr::Binary(BinaryOp::kLe, end, b->shape[d])}) {
-        c = FoldConstants(c);
-        if (c.kind == ExprKind::kBool && c.bool_value) continue;
-        if (!Proven(c)) left = And(std::move(left), std::move(c));
-      }
+    for (const Expr& c : conds) {
+      Expr folded = FoldConstants(c);
+      if (folded.kind == ExprKind::kBool && folded.bool_value) continue;
+      if (!Proven(folded)) left = And(std::move(left), std::move(folded));
     }
     const bool tensor = b->scope == Scope::kGlobal;
-    Note(loc, StrCat(op, " ", tensor ? "tensor" : "tile", " region ", Text(r)),
+    Note(loc, StrCat(op, " ", tensor ? "tensor" : "tile", " region ", Print(r)),
          left,
          tensor ? "elements past the tensor read 0, writes there are skipped"
                 : "clipped to the tile at run time");
@@ -239,7 +211,12 @@ class Guarder {
     if (!report_ || quiet_) return;
     std::map<std::string, Expr> lets;  // index lets, resolved
     std::map<std::string, Expr> primed;
-    for (const std::string& v : p.vars) primed[v] = Expr::Var(v + "'");
+    Expr other = Expr::Bool(true);  // the same iteration
+    for (const std::string& v : p.vars) {
+      primed[v] = Expr::Var(v + "'");
+      other = And(std::move(other),
+                  Expr::Binary(BinaryOp::kEq, Expr::Var(v), primed[v]));
+    }
     prover_->Push();
     for (size_t v = 0; v < p.vars.size() && v < p.extents.size(); ++v) {
       prover_->AddRange(p.vars[v] + "'", Expr::Int(0), p.extents[v]);
@@ -290,7 +267,7 @@ class Guarder {
             continue;
           }
           // Same element => same iteration, for every two iterations.
-          Expr same = Expr::Bool(true), other = Expr::Bool(true);
+          Expr same = Expr::Bool(true);
           std::vector<Expr> idx;
           bool index = true;
           for (const Expr& e : s->indices) {
@@ -299,10 +276,6 @@ class Guarder {
             same = And(std::move(same),
                        Expr::Binary(BinaryOp::kEq, idx.back(),
                                     Substitute(idx.back(), primed)));
-          }
-          for (const std::string& v : p.vars) {
-            other = And(std::move(other),
-                        Expr::Binary(BinaryOp::kEq, Expr::Var(v), primed[v]));
           }
           if (!index) continue;
           const Expr claim = Expr::Binary(
@@ -318,7 +291,7 @@ class Guarder {
           AccessFinding f;
           f.loc = st.loc;
           f.verdict = AccessFinding::Verdict::kRace;
-          f.access = StrCat("store ", Text(s->name, s->indices));
+          f.access = StrCat("store ", Print(Expr::Load(s->name, s->indices)));
           f.detail = StrCat(
               "iterations (", StrJoin(a, ", "), ") and (", StrJoin(b2, ", "),
               ") write the same element of shared tile '", s->name, "'");
@@ -341,8 +314,7 @@ class Guarder {
     auto it = buffers_.find(e.name);
     if (it == buffers_.end()) return;
     Expr guard = InRange(it->second.shape, e.args);
-    Note(e.loc, StrCat("load ", Text(e.name, e.args)), guard,
-         "reads 0 past it");
+    Note(e.loc, StrCat("load ", Print(e)), guard, "reads 0 past it");
     if (guard.kind == ExprKind::kBool) return;  // constants in range
     const Loc loc = e.loc;
     Expr load = std::move(e);
@@ -605,8 +577,8 @@ class Guarder {
         auto it = buffers_.find(st->name);
         if (it == buffers_.end()) continue;
         Expr guard = InRange(it->second.shape, st->indices);
-        Note(s.loc, StrCat("store ", Text(st->name, st->indices)), guard,
-             "skipped past it");
+        Note(s.loc, StrCat("store ", Print(Expr::Load(st->name, st->indices))),
+             guard, "skipped past it");
         if (guard.kind == ExprKind::kBool) continue;
         IfStmt wrap;
         wrap.cond = std::move(guard);

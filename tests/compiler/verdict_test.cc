@@ -16,7 +16,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cctype>
 #include <filesystem>
 #include <map>
 #include <string>
@@ -55,17 +54,6 @@ struct Verdict {
   std::string message;
   bool located = false;
 };
-
-bool StartsWithLineCol(const std::string& s) {
-  size_t i = 0;
-  auto digits = [&] {
-    const size_t from = i;
-    while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i;
-    return i > from;
-  };
-  return digits() && i < s.size() && s[i++] == ':' && digits() &&
-         i < s.size() && s[i] == ':';
-}
 
 // `kernel` of the verified `program` through the passes and the back end
 // of `target`.

@@ -210,12 +210,6 @@ absl::StatusOr<std::string> Emitter::WholeRegion(
     const Access& x, const std::vector<int64_t>& dims, int vec,
     int64_t chunk_bytes) {
   const Buf& b = *x.buf;
-  Expr in = Expr::Bool(true);
-  auto both = [&](Expr e) {
-    in = in.kind == ExprKind::kBool && in.bool_value
-             ? std::move(e)
-             : Expr::Binary(BinaryOp::kAnd, std::move(in), std::move(e));
-  };
   // The fragment's dims other than unit ones lie, in order, along the
   // region's free dims other than unit ones (EmitOwnedCopy's mapping).
   std::vector<int64_t> along;
@@ -223,24 +217,21 @@ absl::StatusOr<std::string> Emitter::WholeRegion(
     if (n != 1) along.push_back(n);
   }
   size_t next = 0;
+  std::vector<Expr> spans;  // elements touched along each dim
   std::string strides;
   for (size_t d = 0; d < b.shape.size(); ++d) {
-    int64_t n = 1;  // elements touched along d
+    int64_t n = 1;
     if (x.free[d] && !x.unit[d]) {
       if (next == along.size()) return std::string("false");
       n = along[next++];
+      if (d + 1 < b.shape.size()) {
+        StrAppend(&strides, " && (", b.strides[d], ") % ", vec, " == 0");
+      }
     }
-    if (x.free[d] && !x.unit[d] && d + 1 < b.shape.size()) {
-      StrAppend(&strides, " && (", b.strides[d], ") % ", vec, " == 0");
-    }
-    if (x.full[d] && FoldInt(b.shape[d]) == n) continue;  // all of it
-    const Expr& lo = x.starts[d];
-    both(Expr::Binary(BinaryOp::kLe, Expr::Int(0), lo));
-    both(Expr::Binary(BinaryOp::kLe,
-                      Expr::Binary(BinaryOp::kAdd, lo, Expr::Int(n)),
-                      b.shape[d]));
+    spans.push_back(Expr::Int(n));
   }
   if (next != along.size()) return std::string("false");
+  const Expr in = x.SpanInBounds(spans, b.shape);
   auto test = Value(FoldConstants(in));
   if (!test.ok()) return test.status();
   auto off = Offset(b, x.starts);
