@@ -361,16 +361,20 @@ TEST(CudaCodegenTest, DivisionByARowValueInARegisterFragmentIsByItsReciprocal) {
 // rows; there its chunks go unchecked, whether the shapes are constants or
 // run-time symbols (the phrasings run alike), and the per-chunk edge tests
 // remain only on the other branch.
+// The softmax of tests/codegen/phrasings/softmax/SPELLING.tile for sm_90a.
+absl::StatusOr<CompiledKernel> CompileSoftmaxSpelling(const char* spelling) {
+  CompileOptions o;
+  o.target = "sm_90a";
+  return Compile(ReadFile(std::filesystem::path(KILN_PHRASINGS_DIR) /
+                          "softmax" / (std::string(spelling) + ".tile")),
+                 o);
+}
+
 TEST(CudaCodegenTest, OwnedCopiesTestTheWholeRegionOnceAndSkipTheChunkChecks) {
   if (!HaveNvrtc()) GTEST_SKIP() << "NVRTC is not installed on this host";
   for (const char* spelling : {"constant_shapes", "let_bound"}) {
     SCOPED_TRACE(spelling);
-    CompileOptions o;
-    o.target = "sm_90a";
-    absl::StatusOr<CompiledKernel> k =
-        Compile(ReadFile(std::filesystem::path(KILN_PHRASINGS_DIR) / "softmax" /
-                         (std::string(spelling) + ".tile")),
-                o);
+    absl::StatusOr<CompiledKernel> k = CompileSoftmaxSpelling(spelling);
     ASSERT_TRUE(k.ok()) << k.status();
     const std::string& src = k->device_source;
     const bool symbolic = std::string(spelling) == "let_bound";
@@ -398,6 +402,37 @@ TEST(CudaCodegenTest, OwnedCopiesTestTheWholeRegionOnceAndSkipTheChunkChecks) {
       EXPECT_LT(chunk, next_if) << src.substr(at, 600);
     }
     EXPECT_EQ(tests, 3u);
+  }
+}
+
+TEST(CudaCodegenTest, SerialLoopsRunTheirWholeTilesFirstWithTheMasksFolded) {
+  if (!HaveNvrtc()) GTEST_SKIP() << "NVRTC is not installed on this host";
+  for (const char* spelling : {"constant_shapes", "let_bound"}) {
+    SCOPED_TRACE(spelling);
+    absl::StatusOr<CompiledKernel> k = CompileSoftmaxSpelling(spelling);
+    ASSERT_TRUE(k.ok()) << k.status();
+    const std::string& src = k->device_source;
+    // The first loop's whole tiles, then its edge ones.
+    const size_t whole = src.find("for (long long t = 0LL; t < kiln_full");
+    const size_t edge = src.find("for (long long t = kiln_full");
+    ASSERT_NE(whole, std::string::npos) << src;
+    ASSERT_NE(edge, std::string::npos);
+    ASSERT_LT(whole, edge);
+    const std::string first = src.substr(whole, edge - whole);
+    const std::string rest = src.substr(edge);
+    // Whole tiles: the chunks unchecked and the -inf mask past the row's
+    // end (`t * 256 + j >= N`) gone, proven never to fire.
+    EXPECT_THAT(first, HasSubstr("kiln::copy_chunk<8>("));
+    EXPECT_THAT(first, Not(HasSubstr("chunk_aligned")));
+    EXPECT_THAT(first, Not(HasSubstr("0x7ff0000000000000")));
+    EXPECT_THAT(rest, HasSubstr("chunk_aligned"));
+    EXPECT_THAT(rest, HasSubstr("0x7ff0000000000000"));
+    // The first part ends at the last column tile inside the row:
+    // floor((N - 256) / 256) + 1, or 16 for N = 4096.
+    EXPECT_THAT(src, HasSubstr(std::string(spelling) == "let_bound"
+                                   ? "kiln::floordiv<long long>(((long "
+                                     "long)(N - (256LL))), (256LL))"
+                                   : "? (16LL) : (0LL)"));
   }
 }
 

@@ -444,6 +444,47 @@ TEST(FragmentPlanTest, FragmentElementsUsedOutsideParallelStayInShared) {
   }
 }
 
+// A loop over the column tiles of 4 rows, its body `body`.
+std::string ColumnLoop(const std::string& body) {
+  return "kernel k(X: bf16[M, N], Y: bf16[M, N], P: i32[64])\n"
+         "  grid(ceildiv(M, 4)) threads(128) (bx) {\n"
+         "  alloc fragment xs: f32[4, 256]\n"
+         "  for t in serial(ceildiv(N, 256)) {\n" +
+         body + "  }\n}\n";
+}
+
+TEST(FullTilesPlanTest,
+     LoopsWhoseOwnedCopiesMoveWithTheLoopRunWholeTilesFirst) {
+  // A start through a let, and a column offset.
+  const std::string k = ColumnLoop(
+      "    let c0 = t * 256 + 0\n"
+      "    copy X[bx * 4:+4, c0:+256] -> xs\n"
+      "    copy xs -> Y[bx * 4:+4, t * 256:+256]\n");
+  for (const char* target : kTargets) {
+    SCOPED_TRACE(target);
+    auto plan = PlanOf(k, target);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    EXPECT_THAT(*plan, HasSubstr("whole tiles first over loop t\n"
+                                 "  unchecked       X -> xs, xs -> Y\n"));
+  }
+}
+
+TEST(FullTilesPlanTest, CopiesNotMovingAffinelyForwardsStayChecked) {
+  for (const char* body : {
+           // a page index loaded from a tensor
+           "    copy X[bx * 4:+4, P[t] * 256:+256] -> xs\n",
+           // falling with the loop variable
+           "    copy X[bx * 4:+4, (7 - t) * 256:+256] -> xs\n",
+           // not affine
+           "    copy X[bx * 4:+4, t * t:+256] -> xs\n",
+       }) {
+    SCOPED_TRACE(body);
+    auto plan = PlanOf(ColumnLoop(body), "sm_90a");
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    EXPECT_THAT(*plan, Not(HasSubstr("whole tiles first")));
+  }
+}
+
 TEST(OwnedFragmentTest, ElementWiseFragmentsLiveInRegisters) {
   const std::string k = RowKernel(
       "  copy X[bx * 4:+4, 0:+256] -> xs\n"

@@ -316,7 +316,10 @@ std::vector<Case> Cases() {
   // start misaligned, so most chunks go element by element. "owned whole":
   // rows that start aligned (N a multiple of the chunk), so every block but
   // the last takes the unchecked chunks (EmitOwnedCopy's whole-region
-  // test) and the edge block the checked ones.
+  // test) and the edge block the checked ones. "owned split": whole row
+  // blocks of aligned rows with a ragged last column tile, so each block's
+  // serial loops run their whole tiles unchecked and then the edge tile
+  // checked (plan_full_tiles.cc).
   for (Case o : std::vector<Case>{
            {"softmax.tile",
             "softmax",
@@ -345,6 +348,22 @@ std::vector<Case> Cases() {
             {},
             {},
             "owned whole"},
+           {"softmax.tile",
+            "softmax",
+            {{"BM", 4}, {"BN", 256}},
+            {{"M", 8}, {"N", 1544}},
+            {},
+            {},
+            {},
+            "owned split"},
+           {"rmsnorm.tile",
+            "rmsnorm",
+            {{"BM", 4}, {"BN", 1024}},
+            {{"M", 8}, {"N", 2056}},
+            {{"eps", 1e-5}},
+            {},
+            {},
+            "owned split"},
        }) {
     if (o.label.empty()) o.label = "owned";
     c.push_back(o);

@@ -89,6 +89,16 @@ std::string PrintPlan(const KernelPlan& p) {
       StrAppend(&s, "  second version  straight-line copies of whole tiles\n");
     }
   }
+  for (const FullTilesPlan& f : p.full_tiles) {
+    // (Copies as tile pairs, not the bounds' text: spellings agree.)
+    std::vector<std::string> pairs;
+    for (const Stmt* c : f.copies) {
+      const auto& copy = std::get<CopyStmt>(c->node);
+      pairs.push_back(copy.src.name + " -> " + copy.dst.name);
+    }
+    StrAppend(&s, "whole tiles first over loop ", f.loop->var,
+              "\n  unchecked       ", Join(pairs), "\n");
+  }
   StrAppend(&s, "epilogue          ",
             p.epilogue.descriptions.empty() ? "as written"
                                             : Join(p.epilogue.descriptions),

@@ -122,6 +122,27 @@ struct RingPlan {
   bool whole_tile_version = false;
 };
 
+// A serial loop run in two parts (plan_full_tiles.cc): first the
+// iterations at which every listed copy between a tensor and a thread-owned
+// fragment moves a region wholly inside the tensor, in aligned chunks (the
+// copies unchecked; conditions the in-bounds facts decide folded away),
+// then the remaining iterations as written (the edge tiles).
+struct FullTilesPlan {
+  const ForStmt* loop = nullptr;
+  std::vector<const Stmt*> copies;  // in body order
+  // Each copy's tensor region at the loop's first and second iteration
+  // (the body's lets resolved): aligned at both, aligned at every one.
+  std::vector<Region> first, second;
+  // The first part ends before this iteration: the loop's start when a
+  // region is outside its tensor from the start (over names bound before
+  // the loop).
+  Expr full_stop;
+  // What holds at every iteration of the first part (over the loop
+  // variable and names bound before the loop): every listed region inside
+  // its tensor.
+  std::vector<Expr> facts;
+};
+
 // The kernel's output path.
 struct EpiloguePlan {
   // First statements of `copy Acc -> X; copy X -> T[...]` pairs stored
@@ -186,11 +207,18 @@ struct KernelPlan {
   SharedPlan shared;
   TmaPlan tma;
   std::vector<RingPlan> rings;  // pipelined loops with a ring, body order
+  std::vector<FullTilesPlan> full_tiles;  // serial loops split, body order
 
   bool WarpSpecialised() const { return ws.loop != nullptr; }
   const RingPlan* RingOf(const ForStmt* loop) const {
     for (const RingPlan& r : rings) {
       if (r.loop == loop) return &r;
+    }
+    return nullptr;
+  }
+  const FullTilesPlan* FullTilesOf(const ForStmt* loop) const {
+    for (const FullTilesPlan& f : full_tiles) {
+      if (f.loop == loop) return &f;
     }
     return nullptr;
   }

@@ -327,6 +327,11 @@ absl::Status Emitter::EmitBlock(const Block& b, bool element) {
   // loads read zeros) but not what follows it.
   const bool guard_tail = &b == &k_.body && kp_.launch.cluster_x > 1;
   bool guarded = false;
+  known_lets_.emplace_back();
+  struct PopLets {
+    std::vector<std::map<std::string, std::optional<Expr>>>* lets;
+    ~PopLets() { lets->pop_back(); }
+  } pop_lets{&known_lets_};
   for (size_t i = 0; i < b.size(); ++i) {
     if (guard_tail && !guarded && i > 0 &&
         std::get_if<ForStmt>(&b[i - 1].node) == kp_.ws.loop) {
@@ -373,6 +378,7 @@ absl::Status Emitter::EmitStmt(const Stmt& s, bool element) {
           Line("const " + RegType(v->type) + " " + name + " = " + v->code +
                ";");
           vars_[n.name] = {name, v->type};
+          NoteLet(n);
           return absl::OkStatus();
         } else if constexpr (std::is_same_v<T, StoreStmt>) {
           if (!element && Shared(n.name)) {
@@ -415,6 +421,18 @@ absl::Status Emitter::EmitStmt(const Stmt& s, bool element) {
           Line(*c);
           return absl::OkStatus();
         } else if constexpr (std::is_same_v<T, IfStmt>) {
+          const std::optional<bool> known =
+              element ? std::nullopt : Decide(n.cond);
+          if (known) {
+            // (Decided by a split loop's facts.)
+            if (!*known && !n.has_else) return absl::OkStatus();
+            Open("");
+            KILN_GPU_RETURN_IF_ERROR(
+                EmitBlock(*known ? n.then_body : n.else_body, element));
+            if (!element) Flush();
+            Close();
+            return absl::OkStatus();
+          }
           auto c = Value(n.cond);
           if (!c.ok()) return c.status();
           if (!element) Flush();
@@ -621,6 +639,9 @@ absl::StatusOr<Emitter::LoopRange> Emitter::BindLoop(const ForStmt& f) {
 }
 
 absl::Status Emitter::EmitFor(const ForStmt& f, bool element) {
+  if (const FullTilesPlan* p = element ? nullptr : kp_.FullTilesOf(&f)) {
+    return EmitFullTilesFor(f, *p);
+  }
   auto range = BindLoop(f);
   if (!range.ok()) return range.status();
   const std::string& v = range->var;

@@ -8,12 +8,14 @@
 #include <array>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "compiler/arith/prover.h"
 #include "compiler/codegen/gpu/expr_emitter.h"
 #include "compiler/codegen/gpu/fragment_plan.h"
 #include "compiler/codegen/gpu/kernel_plan.h"
@@ -256,7 +258,13 @@ class Emitter {
       const std::function<absl::Status(const std::vector<Expr>&)>& body);
   // A copy with a thread-owned fragment on one side: whole chunks by
   // vector accesses where the other side is a contiguous tensor row.
-  absl::Status EmitOwnedCopy(const Access& src, const Access& dst);
+  // `whole`: the region is known inside the tensor and aligned (a split
+  // loop's first part), so the chunks go untested.
+  absl::Status EmitOwnedCopy(const Access& src, const Access& dst,
+                             bool whole = false);
+  // Whether that copy moves whole chunks: `x` (the other side) a tensor
+  // whose innermost dim is contiguous and carries the fragment's columns.
+  bool OwnedChunks(const Access& x, const Buf& owned) const;
   // The statement copying one element (guarded at tensor edges).
   absl::Status CopyElement(const Access& src, const Access& dst,
                            const std::vector<Expr>& si,
@@ -267,9 +275,11 @@ class Emitter {
   // through tensor region `x` lie wholly inside the tensor, in aligned
   // chunks of `vec` elements (`chunk_bytes` bytes): the first element
   // aligned, every free row dim's stride a multiple of `vec`.
+  // Without `bounds`, only the alignment.
   absl::StatusOr<std::string> WholeRegion(const Access& x,
                                           const std::vector<int64_t>& dims,
-                                          int vec, int64_t chunk_bytes);
+                                          int vec, int64_t chunk_bytes,
+                                          bool bounds = true);
   // `at`: the copy statement (for a staged store, its first), whose
   // planned TMA store (kp_.tma.stores) applies; null for ring copies.
   bool TryFastCopy(const Access& src, const Access& dst, const Stmt* at,
@@ -428,6 +438,26 @@ class Emitter {
   std::string row_q_;
   std::string row_var_;
   int uid_ = 0;
+
+  // ---- a split loop's first part (kp_.full_tiles, full_tiles.cc): the
+  // plan being printed, the prover holding its facts, and the integer lets
+  // in scope (nullopt: a let whose value the prover cannot read).
+  const FullTilesPlan* full_ = nullptr;
+  std::unique_ptr<Prover> facts_;
+  std::vector<std::map<std::string, std::optional<Expr>>> known_lets_;
+  bool folded_parallel_ = false;
+  std::set<std::string> fold_ints_;  // the folded parallel's indices
+  // Whether the prover reads `e` as written: integers, integer names,
+  // arithmetic, comparisons and min/max/ceildiv/select/abs.
+  bool IntegerOnly(const Expr& e) const;
+  absl::Status EmitFullTilesFor(const ForStmt& f, const FullTilesPlan& p);
+  // A condition the facts decide (its lets resolved), else nullopt.
+  std::optional<bool> Decide(const Expr& cond);
+  void NoteLet(const LetStmt& l);
+  // The known lets' values, inner scopes over outer ones.
+  std::map<std::string, Expr> KnownLets() const;
+  // `b` with the `if`s the facts decide made `if (true)` or dropped.
+  Block FoldDecided(const Block& b);
 };
 
 // Is `r` a region of tensor parameter `p` that a whole rank-2 tile of
@@ -466,6 +496,10 @@ void ExprUses(const Expr& e, std::set<std::string>* used);
 // coefficient (sums, differences, negation, products with an integer
 // literal; other terms free of `var`).
 bool AffineIn(const Expr& e, const std::string& var);
+// Such an expression as (coefficient, the rest): e = coefficient * var +
+// rest, the rest free of `var`.
+std::optional<std::pair<int64_t, Expr>> AffineSplit(const Expr& e,
+                                                    const std::string& var);
 
 }  // namespace kiln::compiler::gpu::internal
 

@@ -34,6 +34,8 @@ absl::StatusOr<KernelPlan> PlanKernel(const Kernel& k,
   }
   // 8. The rings of pipelined loops.
   PlanRings(k, dialect, &plan);
+  // 8b. Serial loops split at their whole tiles.
+  PlanFullTiles(k, &plan);
   // 9. The epilogue path.
   PlanEpilogue(k, dialect, &plan);
   // 10. Shared tiles' lives and sharing.

@@ -62,6 +62,10 @@ void PlanTensorMaps(const Kernel& k, KernelPlan* plan);
 // each, whether the TMA ring takes them, and the whole-tile version.
 void PlanRings(const Kernel& k, const GpuDialect& dialect, KernelPlan* plan);
 
+// plan.full_tiles: serial loops run as the iterations whose copies move
+// whole tiles, then the edge ones (plan_full_tiles.cc; after the rings).
+void PlanFullTiles(const Kernel& k, KernelPlan* plan);
+
 }  // namespace kiln::compiler::gpu
 
 #endif  // KILN_COMPILER_CODEGEN_GPU_PLANNERS_H_

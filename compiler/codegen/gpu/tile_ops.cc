@@ -10,7 +10,6 @@
 namespace kiln::compiler::gpu::internal {
 
 absl::Status Emitter::EmitCopy(const CopyStmt& c, const Stmt& at) {
-  const Loc& loc = at.loc;
   auto src = MakeAccess(c.src);
   if (!src.ok()) return src.status();
   auto dst = MakeAccess(c.dst);
@@ -24,7 +23,11 @@ absl::Status Emitter::EmitCopy(const CopyStmt& c, const Stmt& at) {
                 acc.warps_m, ">(", dst->buf->code, ", ", src->buf->code, ");"));
     return absl::OkStatus();
   }
-  if (src->buf->own || dst->buf->own) return EmitOwnedCopy(*src, *dst);
+  if (src->buf->own || dst->buf->own) {
+    const bool whole = full_ && std::count(full_->copies.begin(),
+                                           full_->copies.end(), &at) > 0;
+    return EmitOwnedCopy(*src, *dst, whole);
+  }
   if (TryFastCopy(*src, *dst, &at, "", true, &st)) return st;
   const RegisterFragment* reg = src->buf->reg ? src->buf->reg : dst->buf->reg;
   const std::string layout = src->buf->reg ? src->buf->layout
@@ -71,7 +74,20 @@ absl::Status Emitter::CopyElement(const Access& src, const Access& dst,
   return EmitStmt(s, true);
 }
 
-absl::Status Emitter::EmitOwnedCopy(const Access& src, const Access& dst) {
+bool Emitter::OwnedChunks(const Access& x, const Buf& ob) const {
+  const DType xd = x.buf->dtype;
+  int last_free = -1;
+  for (size_t d = 0; d < x.free.size(); ++d) {
+    if (x.free[d] && !x.unit[d]) last_free = static_cast<int>(d);
+  }
+  return x.buf->tensor && ob.own->vec > 1 && ob.dims.back() != 1 &&
+         last_free == static_cast<int>(x.free.size()) - 1 &&
+         x.buf->strides.back() == "1LL" && xd != DType::kI4 &&
+         xd != DType::kU4 && xd != DType::kBool;
+}
+
+absl::Status Emitter::EmitOwnedCopy(const Access& src, const Access& dst,
+                                    bool whole) {
   const bool into = dst.buf->own != nullptr;
   const Access& o = into ? dst : src;  // the whole owned fragment
   const Access& x = into ? src : dst;  // the other side
@@ -91,19 +107,9 @@ absl::Status Emitter::EmitOwnedCopy(const Access& src, const Access& dst) {
     const std::vector<Expr> oi = o.Indices(ivs, false), xi = other(ivs);
     return CopyElement(src, dst, into ? xi : oi, into ? oi : xi);
   };
-  // Whole chunks: the other side a tensor whose innermost dim is
-  // contiguous and carries the fragment's columns.
   const DType xd = x.buf->dtype;
-  int last_free = -1;
-  for (size_t d = 0; d < x.free.size(); ++d) {
-    if (x.free[d] && !x.unit[d]) last_free = static_cast<int>(d);
-  }
-  const bool chunks = x.buf->tensor && of.vec > 1 && ob.dims.back() != 1 &&
-                      last_free == static_cast<int>(x.free.size()) - 1 &&
-                      x.buf->strides.back() == "1LL" && xd != DType::kI4 &&
-                      xd != DType::kU4 && xd != DType::kBool;
   Open("");
-  if (!chunks) {
+  if (!OwnedChunks(x, ob)) {
     absl::Status st = ForOwned(ob, element);
     Close();
     return st;
@@ -191,9 +197,16 @@ absl::Status Emitter::EmitOwnedCopy(const Access& src, const Access& dst) {
   // whole number of chunks. It holds for every tile but the edge ones, so
   // the chunks go unchecked there whatever the shapes' spelling (constant
   // or run-time).
-  auto whole = WholeRegion(x, ob.dims, of.vec, chunk_bytes);
-  if (!whole.ok()) return whole.status();
-  Open(StrCat("if (", *whole, ")"));
+  if (whole) {
+    // (A split loop's first part: every chunk inside and aligned.)
+    absl::Status st = chunk_loop(false);
+    Close();
+    bufs_.erase(raw);
+    return st;
+  }
+  auto test = WholeRegion(x, ob.dims, of.vec, chunk_bytes);
+  if (!test.ok()) return test.status();
+  Open(StrCat("if (", *test, ")"));
   absl::Status st = chunk_loop(false);
   if (st.ok()) {
     Close("} else {");
@@ -208,7 +221,7 @@ absl::Status Emitter::EmitOwnedCopy(const Access& src, const Access& dst) {
 
 absl::StatusOr<std::string> Emitter::WholeRegion(
     const Access& x, const std::vector<int64_t>& dims, int vec,
-    int64_t chunk_bytes) {
+    int64_t chunk_bytes, bool bounds) {
   const Buf& b = *x.buf;
   // The fragment's dims other than unit ones lie, in order, along the
   // region's free dims other than unit ones (EmitOwnedCopy's mapping).
@@ -236,8 +249,9 @@ absl::StatusOr<std::string> Emitter::WholeRegion(
   if (!test.ok()) return test.status();
   auto off = Offset(b, x.starts);
   if (!off.ok()) return off.status();
-  return StrCat("(", test->code, ") && kiln::chunk_aligned(", b.code, " + ",
-                *off, ", ", chunk_bytes, ")", strides);
+  return StrCat(bounds ? StrCat("(", test->code, ") && ") : std::string(),
+                "kiln::chunk_aligned(", b.code, " + ", *off, ", ", chunk_bytes,
+                ")", strides);
 }
 
 absl::Status Emitter::EmitStagedStore(const Stmt& first, const Stmt& second) {
@@ -576,6 +590,20 @@ bool AffineIn(const Expr& e, const std::string& var) {
   return SplitElements(e, 1, {var}, &split);
 }
 
+std::optional<std::pair<int64_t, Expr>> AffineSplit(const Expr& e,
+                                                    const std::string& var) {
+  ElementSplit split;
+  if (!SplitElements(e, 1, {var}, &split)) return std::nullopt;
+  std::optional<Expr> rest;
+  for (const auto& [scale, t] : split.rest) {
+    Expr term =
+        scale == 1 ? t : Expr::Binary(BinaryOp::kMul, Expr::Int(scale), t);
+    rest = rest ? Expr::Binary(BinaryOp::kAdd, *rest, term) : term;
+  }
+  return std::make_pair(split.coef[var],
+                        FoldConstants(rest.value_or(Expr::Int(0))));
+}
+
 namespace {
 
 bool IsComparison(BinaryOp op) {
@@ -715,6 +743,27 @@ absl::StatusOr<Emitter::HoistedBody> Emitter::HoistElementComparisons(
 }
 
 absl::Status Emitter::EmitParallel(const ParallelStmt& p, const Loc& loc) {
+  if (full_ && !folded_parallel_) {
+    // In a split loop's first part: the body's conditions the in-bounds
+    // facts decide (a mask past the sequence end) fold away.
+    facts_->Push();
+    for (size_t d = 0; d < p.vars.size() && d < p.extents.size(); ++d) {
+      facts_->AddRange(p.vars[d], Expr::Int(0), p.extents[d]);
+    }
+    fold_ints_.insert(p.vars.begin(), p.vars.end());
+    ParallelStmt q = p;
+    q.body = FoldDecided(p.body);
+    for (const std::string& v : p.vars) fold_ints_.erase(v);
+    if (q.body.empty()) {
+      facts_->Pop();
+      return absl::OkStatus();
+    }
+    folded_parallel_ = true;
+    absl::Status st = EmitParallel(q, loc);
+    folded_parallel_ = false;
+    facts_->Pop();
+    return st;
+  }
   // A parallel over a register fragment's index space runs over the
   // fragment's own elements (fragment_plan.h guarantees one layout).
   const Buf* reg_buf = nullptr;
