@@ -410,6 +410,16 @@ def profile(picks):
     torch.cuda.synchronize()
 
 
+def table(rows):
+    """The markdown table of paired_row's rows."""
+    lines = ["| case | kiln kernel | kiln TFLOP/s | ref TFLOP/s | ref | ratio | 5-launch | err |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r[0]} | {r[1]} | {r[2]:.0f} | {r[3]:.0f} | {r[4]} | {r[5]:.2f} "
+                     f"| {r[7]:.2f} | {r[6]:.2g} |")
+    return lines
+
+
 def main():
     torch.manual_seed(0)
     rows = []
@@ -435,11 +445,7 @@ def main():
              "Ratio = reference time / Kiln time "
              "(> 1: Kiln faster); `5-launch`: the same pair with a 5-launch warm-up only. "
              "`err`: GEMM max |diff| / max |ref|; attention max |diff| vs torch SDPA.", "",
-             "| case | kiln kernel | kiln TFLOP/s | ref TFLOP/s | ref | ratio | 5-launch | err |",
-             "|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        lines.append(f"| {r[0]} | {r[1]} | {r[2]:.0f} | {r[3]:.0f} | {r[4]} | {r[5]:.2f} "
-                     f"| {r[7]:.2f} | {r[6]:.2g} |")
+             *table(rows)]
     text = "\n".join(lines) + "\n"
     print(text)
     out = os.environ.get("OUT")

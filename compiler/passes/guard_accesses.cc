@@ -14,7 +14,11 @@
 //    inside every run-time extent and every tile-side index is inside its
 //    tile. Elements of a tensor region past the tensor's end then follow
 //    rule 1 and 2 as before (reads zero, writes skipped). The back ends
-//    never see a run-time extent.
+//    never see a run-time extent. A copy whose tile sides start at
+//    constants keeps a whole version beside the loop: `if` every run-time
+//    extent is at least its bound, the copy with those extents made the
+//    bounds (it moves the same elements), else the loop. A grouped GEMM's
+//    masked epilogue stores its full tiles as a constant-extent copy.
 // 4. A gemm, reduce or cumsum region (compile-time extents, by the
 //    verifier) whose tile-side index is not shown in range is an error at
 //    its location: those ops have no element form to clip.
@@ -345,6 +349,98 @@ class Guarder {
     return it == buffers_.end() ? nullptr : &it->second;
   }
 
+  // The constant bounds of a clipped op's loop over `lead` (the first
+  // region's loop dims): the extent when constant, else each tile side's
+  // room (its dim, less a constant start); `extents` gets the first
+  // region's extents, folded. False where a bound is unknown or not
+  // positive (the verifier's case).
+  static bool LoopBounds(const std::vector<RegionAccess>& acc,
+                         const std::vector<size_t>& lead,
+                         std::vector<Expr>* extents,
+                         std::vector<int64_t>* bounds) {
+    for (size_t k = 0; k < lead.size(); ++k) {
+      const Expr ext = FoldConstants(acc[0].extents[lead[k]]);
+      std::optional<int64_t> bound = FoldInt(ext);
+      for (const RegionAccess& a : acc) {
+        if (a.buffer->scope == Scope::kGlobal) continue;
+        const size_t d = a.LoopDims(true)[k];
+        const auto dim = FoldInt(a.buffer->shape[d]);
+        const auto start = FoldInt(a.starts[d]);
+        if (!dim) continue;
+        const int64_t room = start ? *dim - *start : *dim;
+        bound = bound ? std::min(*bound, room) : room;
+      }
+      if (!bound || *bound <= 0) return false;
+      extents->push_back(ext);
+      bounds->push_back(*bound);
+    }
+    return true;
+  }
+
+  // Rule 3's whole version of a copy with run-time extents: the copy with
+  // each run-time extent of its loop dims replaced by its constant bound
+  // (LoopBounds), and the condition (every such extent of the destination
+  // at least its bound) under which it moves exactly what the clipped copy
+  // moves. A masked epilogue whose row count fills the tile then stores
+  // the whole tile as a constant-extent copy (on the Hopper path through
+  // TMA). Nullopt: no run-time extent, or a tile side whose start is not
+  // a constant.
+  std::optional<std::pair<Expr, CopyStmt>> WholeVersion(const CopyStmt& c) {
+    std::vector<RegionAccess> acc;
+    for (const Region* r : {&c.dst, &c.src}) {
+      const RegionBuffer* b = Find(*r);
+      if (!b) return std::nullopt;
+      acc.emplace_back(*r, b);
+    }
+    const std::vector<size_t> lead = acc[0].LoopDims(true);
+    for (const RegionAccess& a : acc) {
+      if (a.LoopDims(true).size() != lead.size()) return std::nullopt;
+    }
+    std::vector<Expr> extents;
+    std::vector<int64_t> bounds;
+    if (!LoopBounds(acc, lead, &extents, &bounds)) return std::nullopt;
+    CopyStmt whole = c;
+    Expr cond = Expr::Bool(true);
+    for (size_t k = 0; k < lead.size(); ++k) {
+      if (FoldInt(extents[k])) continue;
+      cond = And(std::move(cond),
+                 Expr::Binary(BinaryOp::kGe, extents[k], Expr::Int(bounds[k])));
+      Region* regions[2] = {&whole.dst, &whole.src};
+      for (size_t r = 0; r < 2; ++r) {
+        const size_t d = acc[r].LoopDims(true)[k];
+        if (acc[r].buffer->scope != Scope::kGlobal &&
+            !FoldInt(acc[r].starts[d])) {
+          return std::nullopt;
+        }
+        if (!regions[r]->has_slices || d >= regions[r]->slices.size() ||
+            regions[r]->slices[d].kind != Slice::Kind::kRange) {
+          return std::nullopt;
+        }
+        regions[r]->slices[d].extent = Expr::Int(bounds[k]);
+      }
+    }
+    if (cond.kind == ExprKind::kBool) return std::nullopt;
+    // A tile side that now covers its tile is written whole (`copy Acc ->
+    // Y[...]`, as the planners expect an epilogue store).
+    for (Region* r : {&whole.dst, &whole.src}) {
+      const RegionBuffer* b = Find(*r);
+      if (b->scope == Scope::kGlobal) continue;
+      bool covers = r->slices.size() == b->shape.size();
+      for (size_t d = 0; covers && d < r->slices.size(); ++d) {
+        const Slice& sl = r->slices[d];
+        covers = sl.kind == Slice::Kind::kFull ||
+                 (sl.kind == Slice::Kind::kRange && FoldInt(sl.start) == 0 &&
+                  FoldInt(sl.extent).has_value() &&
+                  FoldInt(sl.extent) == FoldInt(b->shape[d]));
+      }
+      if (covers) {
+        r->slices.clear();
+        r->has_slices = false;
+      }
+    }
+    return std::make_pair(std::move(cond), std::move(whole));
+  }
+
   // Rule 3 and 4 for a tile op over `regions` (the first is the one whose
   // free dims the loop runs over). `make_body` gives the element
   // statement from the loop variables; null for an op that has no element
@@ -364,28 +460,13 @@ class Guarder {
     for (const RegionAccess& a : acc) {
       if (a.LoopDims(true).size() != lead.size()) return std::nullopt;
     }
-    // Constant bounds: the extent when constant, else each tile side's
-    // room (its dim, less a constant start).
     std::vector<Expr> extents, ivs;
     std::vector<std::string> vars;
     std::vector<int64_t> bounds;
+    if (!LoopBounds(acc, lead, &extents, &bounds)) return std::nullopt;
     bool runtime_extent = false;
     for (size_t k = 0; k < lead.size(); ++k) {
-      const Expr ext = FoldConstants(acc[0].extents[lead[k]]);
-      std::optional<int64_t> bound = FoldInt(ext);
-      runtime_extent |= !bound.has_value();
-      for (const RegionAccess& a : acc) {
-        if (a.buffer->scope == Scope::kGlobal) continue;
-        const size_t d = a.LoopDims(true)[k];
-        const auto dim = FoldInt(a.buffer->shape[d]);
-        const auto start = FoldInt(a.starts[d]);
-        if (!dim) continue;
-        const int64_t room = start ? *dim - *start : *dim;
-        bound = bound ? std::min(*bound, room) : room;
-      }
-      if (!bound || *bound <= 0) return std::nullopt;  // verifier's case
-      extents.push_back(ext);
-      bounds.push_back(*bound);
+      runtime_extent |= !FoldInt(extents[k]).has_value();
       vars.push_back(fresh_.Fresh(StrCat("kiln_r", k)));
       ivs.push_back(Expr::Var(vars.back()));
     }
@@ -480,9 +561,19 @@ class Guarder {
     };
     std::optional<ParallelStmt> par;
     if (auto* c = std::get_if<CopyStmt>(&s.node)) {
+      auto whole = WholeVersion(*c);
       par = Clip({&c->dst, &c->src}, loc, [&](const auto& a, const auto& ivs) {
         return store(a[0], ivs, a[1].Load(ivs, true), AssignOp::kSet);
       });
+      if (par && whole) {
+        IfStmt split;
+        split.cond = std::move(whole->first);
+        split.then_body.push_back(MakeStmt(std::move(whole->second), loc));
+        split.else_body.push_back(MakeStmt(std::move(*par), loc));
+        split.has_else = true;
+        s.node = std::move(split);
+        return true;
+      }
     } else if (auto* f = std::get_if<FillStmt>(&s.node)) {
       const Expr value = f->is_clear ? Expr::Int(0) : f->value;
       par = Clip({&f->dst}, loc, [&](const auto& a, const auto& ivs) {

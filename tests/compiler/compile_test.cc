@@ -249,8 +249,9 @@ TEST(CompileTest, TensorElementAccessesAreGuardedUnlessProvenInRange) {
 
 TEST(CompileTest, RunTimeTileRegionsAreClippedOnEveryTarget) {
   // A run-time extent becomes a parallel over the tile's dim under a test
-  // of the extent; a tile load at a data index reads zero outside the
-  // tile; a constant region the prover places inside its tile stays a copy.
+  // of the extent, beside the whole-tile copy taken when the extent covers
+  // the tile; a tile load at a data index reads zero outside the tile; a
+  // constant region the prover places inside its tile stays a copy.
   const char* kText =
       "kernel k(X: f32[M], Y: f32[M], n: i32) grid(1) threads(64) (bx) {\n"
       "  alloc shared t: f32[64]\n"
@@ -266,8 +267,10 @@ TEST(CompileTest, RunTimeTileRegionsAreClippedOnEveryTarget) {
   for (const char* target : {"cpu", "sm_80", "sm_90a", "gfx90a"}) {
     SCOPED_TRACE(target);
     const std::string ir = GuardedIr(kText, target, 1500);
-    EXPECT_NE(ir.find("parallel (kiln_r0) in (64) {\n    if kiln_r0 < n {\n"
-                      "      t[kiln_r0] = select(kiln_r0 < M, "
+    EXPECT_NE(ir.find("  if n >= 64 {\n    copy X[0:+64] -> t\n  } else {\n"
+                      "    parallel (kiln_r0) in (64) {\n"
+                      "      if kiln_r0 < n {\n"
+                      "        t[kiln_r0] = select(kiln_r0 < M, "
                       "X[kiln_r0], f32(0))"),
               std::string::npos)
         << ir;

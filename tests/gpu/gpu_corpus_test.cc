@@ -56,7 +56,42 @@ struct Case {
   std::vector<std::pair<std::string, std::string>> edits;
   // Float tensors some of whose elements are made NaN, +inf and -inf.
   std::vector<std::string> specials;
+  // Tensors given these contents (row-major) instead of random ones.
+  std::map<std::string, std::vector<double>> values;
 };
+
+// A grouped-GEMM case of moe_gemm.tile: segments of `counts` rows, their
+// offsets and the tile map of BM-row tiles (`extra` slots past the last).
+Case MoeCase(const std::string& kernel, const Ints& bindings,
+             const std::vector<int64_t>& counts, int64_t n, int64_t k,
+             int64_t extra) {
+  const int64_t bm = bindings.at("BM");
+  std::vector<double> offsets{0}, tiles;
+  for (size_t e = 0; e < counts.size(); ++e) {
+    for (int64_t r = 0; r < counts[e]; r += bm) {
+      tiles.push_back(static_cast<double>(e));
+      tiles.push_back(offsets.back() + static_cast<double>(r));
+    }
+    offsets.push_back(offsets.back() + static_cast<double>(counts[e]));
+  }
+  for (int64_t j = 0; j < extra; ++j) {
+    tiles.push_back(static_cast<double>(counts.size()));
+    tiles.push_back(offsets.back() + static_cast<double>(j * bm));
+  }
+  const auto experts = static_cast<int64_t>(counts.size());
+  Case c{"moe_gemm.tile",
+         kernel,
+         bindings,
+         {{"M", static_cast<int64_t>(offsets.back())},
+          {"N", n},
+          {"K", k},
+          {"E", experts},
+          {"E1", experts + 1},
+          {"T", static_cast<int64_t>(tiles.size() / 2)}}};
+  c.values = {{"Offsets", offsets}, {"Tiles", tiles}};
+  c.ranges = {{"SA", {0.01, 0.1}}, {"SW", {0.01, 0.1}}};
+  return c;
+}
 
 // How gtest (and ctest's listing) shows a case: file and kernel, not bytes.
 void PrintTo(const Case& c, std::ostream* os) {
@@ -402,6 +437,37 @@ std::vector<Case> Cases() {
     fallback.strides = {{"Q", {1100 * 7 * 129, 7 * 129, 129, 1}}};
     c.push_back(fallback);
   }
+  // Mixture-of-experts grouped GEMMs (moe_gemm.tile): a launch sized by
+  // the tile map, copy starts and the expert index loaded from it (on
+  // sm_90a the TMA producer evaluates them per tile), skewed segments
+  // (empty, one row, several tiles, ending inside a tile), slots past the
+  // last tile, ragged N and K; and the tile map built on the device over
+  // three chunks of experts.
+  Case moe128 =
+      MoeCase("moe_gemm", {{"BM", 128}, {"BN", 256}, {"BK", 64}, {"STAGES", 3}},
+              {130, 0, 1, 300, 7}, 520, 200, 3);
+  moe128.label = "bm128";
+  c.push_back(moe128);
+  Case moe64 =
+      MoeCase("moe_gemm", {{"BM", 64}, {"BN", 128}, {"BK", 64}, {"STAGES", 3}},
+              {70, 5, 0, 200}, 136, 72, 0);
+  moe64.label = "bm64";
+  c.push_back(moe64);
+  Case fp8 = MoeCase("moe_gemm_fp8",
+                     {{"BM", 128}, {"BN", 128}, {"BK", 128}, {"STAGES", 3}},
+                     {3, 260, 0, 40}, 264, 256, 2);
+  fp8.sm90_only = true;
+  c.push_back(fp8);
+  {
+    std::vector<int64_t> counts;
+    for (int64_t e = 0; e < 150; ++e) {
+      counts.push_back(e % 7 == 3 ? 0 : (e * 53) % 150);
+    }
+    Case map = MoeCase("moe_tile_map", {{"BM", 64}, {"EP", 64}, {"TP", 64}},
+                       counts, 1, 1, 5);
+    map.values.erase("Tiles");  // the output
+    c.push_back(map);
+  }
   // The Hopper GEMM's shape (128 x 256 over two consumer warpgroups) on
   // more tiles than an H200 holds blocks at once, ragged in M and N: on
   // sm_90a the persistent blocks store several tiles each through TMA.
@@ -667,6 +733,11 @@ TEST_P(GpuCorpusTest, MatchesCpuTarget) {
       }
     }
     t->FillRandom(rng, lo, hi);
+    if (auto it = c.values.find(p.name); it != c.values.end()) {
+      ASSERT_EQ(static_cast<int64_t>(it->second.size()), t->num_elements())
+          << "values of " << p.name;
+      t->SetValues(it->second);
+    }
     if (std::find(c.specials.begin(), c.specials.end(), p.name) !=
         c.specials.end()) {
       // Whole rows of NaN and of -inf when 2-D, and scattered ones.

@@ -310,3 +310,25 @@ def test_explicit_autotuner_on_cuda():
     assert result.config["block"] in (128, 512)
     assert result.latency > 0 and result.ref_latency > 0
     torch.testing.assert_close(result.kernel(x), 2 * x)
+
+
+@pytest.mark.parametrize("block_M,threads", [(128, 256), (64, 128)])
+def test_moe_grouped_gemm_on_cuda(block_M, threads):
+    # Skewed segments on torch tensors: empty experts, one row, several
+    # tiles; the tile map from the host helper; ragged N.
+    counts = [300, 0, 1, 129, 64, 0, 17]
+    experts, n, k = len(counts), 520, 192
+    offsets = torch.zeros(experts + 1, dtype=torch.int32)
+    offsets[1:] = torch.cumsum(torch.tensor(counts), 0)
+    m = int(offsets[-1])
+    tiles = torch.from_numpy(kernels.moe_tile_map(offsets.numpy(), block_M))
+    kernel = kernels.moe_gemm(experts, n, k, block_M=block_M,
+                              threads=threads)
+    a = randn(m, k, dtype=torch.bfloat16)
+    w = randn(experts, n, k, dtype=torch.bfloat16)
+    y = kernel(a, w, offsets.cuda(), tiles.cuda())
+    want = torch.empty(m, n, device="cuda")
+    for e in range(experts):
+        s, t = int(offsets[e]), int(offsets[e + 1])
+        want[s:t] = a[s:t].float() @ w[e].float().t()
+    torch.testing.assert_close(y.float(), want, atol=0.1, rtol=2e-2)

@@ -1,5 +1,7 @@
 """Kernels written the way TileLang users write them, shared by the tests."""
 
+import numpy as np
+
 import kiln
 import kiln.language as T
 from kiln.layout import make_swizzled_layout
@@ -426,3 +428,51 @@ def split_combine(batch, heads, num_split, dim=128, dtype="float16",
             for i in T.Parallel(dim):
                 Out[bz, by, i] = o[i]
     return main
+
+
+@kiln.jit(out_idx=[-1])
+def moe_gemm(num_experts, N, K, block_M=128, block_N=256, block_K=64,
+             num_stages=3, threads=256, dtype="bfloat16",
+             accum_dtype="float"):
+    """Grouped GEMM of a mixture of experts as a TileLang author writes it:
+    routed tokens sorted by expert (expert e owns rows offsets[e] up to
+    offsets[e + 1]), one weight [N, K] per expert, and a tile map (expert,
+    first row) per block_M-row tile, so that the grid is sized from data.
+    Rows past a tile's segment are computed and not stored."""
+    M = T.symbolic("M")
+    num_tiles = T.symbolic("num_tiles")
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), dtype),
+             W: T.Tensor((num_experts, N, K), dtype),
+             offsets: T.Tensor((num_experts + 1,), "int32"),
+             tiles: T.Tensor((num_tiles, 2), "int32"),
+             Y: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(N, block_N), num_tiles,
+                      threads=threads) as (bx, by):
+            A_shared = T.alloc_shared((block_M, block_K), dtype)
+            W_shared = T.alloc_shared((block_N, block_K), dtype)
+            C_local = T.alloc_fragment((block_M, block_N), accum_dtype)
+            expert = tiles[by, 0]
+            row0 = tiles[by, 1]
+            rows = offsets[expert + 1] - row0
+            T.use_swizzle(panel_size=8)
+            T.clear(C_local)
+            for k in T.Pipelined(T.ceildiv(K, block_K),
+                                 num_stages=num_stages):
+                T.copy(A[row0, k * block_K], A_shared)
+                T.copy(W[expert, bx * block_N, k * block_K], W_shared)
+                T.gemm(A_shared, W_shared, C_local, transpose_B=True)
+            for i, j in T.Parallel(block_M, block_N):
+                if i < rows:
+                    Y[row0 + i, bx * block_N + j] = C_local[i, j]
+
+    return main
+
+
+def moe_tile_map(offsets, block_M):
+    """The (expert, first row) of every block_M-row tile of the segments
+    that `offsets` (NumPy, num_experts + 1 entries) delimits, in order."""
+    tiles = [(e, r) for e in range(len(offsets) - 1)
+             for r in range(int(offsets[e]), int(offsets[e + 1]), block_M)]
+    return np.array(tiles, np.int32).reshape(-1, 2)

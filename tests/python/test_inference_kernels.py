@@ -126,3 +126,28 @@ def test_fragment_elements_outside_parallel_combine_splits(rng):
     want = (part * (w / w.sum(axis=-1, keepdims=True))[..., None]).sum(2)
     np.testing.assert_allclose(out.astype(np.float64), want, atol=2e-3,
                                rtol=2e-3)
+
+
+@pytest.mark.parametrize("block_M,block_N,threads", [(64, 128, 128),
+                                                     (128, 64, 256)])
+def test_moe_grouped_gemm_matches_numpy(rng, block_M, block_N, threads):
+    # Skewed segments: empty experts, a one-row one, several tiles, ends
+    # inside a tile; ragged N and K.
+    counts = [130, 0, 1, 64, 7, 0]
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
+    experts, n, k = len(counts), 100, 70
+    m = int(offsets[-1])
+    kernel = kernels.moe_gemm(experts, n, k, block_M=block_M,
+                              block_N=block_N, block_K=32, threads=threads,
+                              dtype="float16")
+    a = rng.uniform(-1, 1, (m, k)).astype(np.float16)
+    w = rng.uniform(-1, 1, (experts, n, k)).astype(np.float16)
+    tiles = kernels.moe_tile_map(offsets, block_M)
+    assert len(tiles) == sum(-(-c // block_M) for c in counts)
+    y = kernel(a, w, offsets, tiles)
+    want = np.zeros((m, n))
+    for e in range(experts):
+        s, t = offsets[e], offsets[e + 1]
+        want[s:t] = a[s:t].astype(np.float64) @ w[e].astype(np.float64).T
+    np.testing.assert_allclose(y.astype(np.float64), want, atol=3e-2,
+                               rtol=1e-2)

@@ -65,6 +65,11 @@ std::string PrintPlan(const KernelPlan& p) {
               " consumer + 1 producer\n");
     StrAppend(&s, "  ring tiles      ", Join(ws.ring_tiles), "\n");
     StrAppend(&s, "  per-tile loads  ", Join(ws.preload_tiles), "\n");
+    if (!ws.producer_lets.empty()) {
+      std::vector<std::string> names;
+      for (const LetStmt* l : ws.producer_lets) names.push_back(l->name);
+      StrAppend(&s, "  producer lets   ", Join(names), "\n");
+    }
     if (ws.overlap) {
       // (No statement indices: they are spelling, not plan.)
       StrAppend(&s, "  overlap         the gemm into ", ws.overlap->g1_acc,

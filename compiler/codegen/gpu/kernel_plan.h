@@ -97,6 +97,10 @@ struct WarpSpecialisedPlan {
   // The rasterize statements before the loop (the producer walks the same
   // order).
   std::vector<const RasterizeStmt*> rasterize;
+  // Top-level lets before the loop that the copies' starts name (values
+  // from parameters, block indices and elements of tensors the kernel never
+  // writes): the producer evaluates them at the top of each tile.
+  std::vector<const LetStmt*> producer_lets;
   // A fused body with registers to spare is software-pipelined.
   std::optional<OverlapPlan> overlap;
 };

@@ -533,6 +533,8 @@ class _Translator:
             self.block(node.body)
         finally:
             self.in_kernel = False
+        if self.rasterized:  # T.use_swizzle: [depth, text, line]
+            self.lines.insert(0, self.rasterized)
         self.parts.append((launch, self.lines))
         self.lines = []
 

@@ -410,9 +410,12 @@ def _use_swizzle(t: "_Translator", a: Dict[str, Any]) -> None:
     if order not in ("row", "column"):
         raise KilnSourceError(f"T.use_swizzle order={order!r}: expected "
                               "'row' or 'column'")
-    t.rasterized = True
     suffix = ", order=column" if order == "column" else ""
-    t.emit(f"rasterize(panel={t.r(a['panel_size'])}{suffix})")
+    # TileLang's swizzle remaps the block indices of the whole kernel,
+    # wherever the call stands: the rasterize goes first in the body (the
+    # translator puts it there), before any let that reads an index.
+    t.rasterized = [1, f"rasterize(panel={t.r(a['panel_size'])}{suffix})",
+                    getattr(t.node, "lineno", 0)]
 
 
 def _swizzle_bytes(buf: Any) -> int:

@@ -2,7 +2,12 @@
 // setmaxnreg). The emitter's side is tma_loop.cc beside this file.
 // 1. Names the producer can evaluate at the top of a tile: parameters,
 //    symbols, block indices (the loop's bounds are taken with their lets
-//    resolved, PlanLoops).
+//    resolved, PlanLoops), and the top-level lets before the loop whose
+//    values name only those and load only elements of tensors the kernel
+//    never writes (a grouped GEMM's expert and first row, read from its
+//    tile map) and come after any rasterize: the producer evaluates the
+//    ones its copies need again at the top of each tile, after its own
+//    rasterize.
 // 2. The first top-level pipelined loop with 2 to 8 stages whose copies
 //    from tensors are whole tiles into wgmma operand tiles written by that
 //    copy alone (TMA boxes of at most 256 rows, starts the producer can
@@ -41,6 +46,69 @@ std::set<std::string> ProducerNames(const Kernel& k) {
   for (const Param& p : k.params) allowed.insert(p.name);
   for (const std::string& s : DynamicSymbols(k)) allowed.insert(s);
   return allowed;
+}
+
+// The top-level lets before `loop` the producer can evaluate (step 1), in
+// body order; their names are added to `allowed`.
+std::vector<const LetStmt*> ProducerLets(const Kernel& k,
+                                         const FragmentPlan& frag,
+                                         const Stmt* loop,
+                                         std::set<std::string>* allowed) {
+  std::set<std::string> tensors, read, written;
+  for (const Param& p : k.params) {
+    if (p.is_tensor) tensors.insert(p.name);
+  }
+  const BufferPred is_tensor = [&](const std::string& n) {
+    return tensors.count(n) > 0;
+  };
+  for (const Stmt& s : k.body)
+    StmtAccesses(s, frag, is_tensor, &read, &written);
+  std::vector<const LetStmt*> lets;
+  for (const Stmt& s : k.body) {
+    if (&s == loop) break;
+    if (std::holds_alternative<RasterizeStmt>(s.node)) {
+      // (The lets before it read the block indices it then permutes; the
+      // producer walks the permuted order.)
+      for (const LetStmt* l : lets) allowed->erase(l->name);
+      lets.clear();
+      continue;
+    }
+    auto* l = std::get_if<LetStmt>(&s.node);
+    if (!l) continue;
+    std::set<std::string> used;
+    internal::ExprUses(l->value, &used);
+    bool ok = true;
+    for (const std::string& u : used) {
+      if (!allowed->count(u) || written.count(u)) ok = false;
+    }
+    if (!ok) continue;
+    lets.push_back(l);
+    allowed->insert(l->name);
+  }
+  return lets;
+}
+
+// Of `lets`, those the starts of the copies in `b` (and its loops) name,
+// directly or through a later let.
+std::vector<const LetStmt*> NeededLets(const std::vector<const LetStmt*>& lets,
+                                       const Block& b) {
+  std::set<std::string> need;
+  std::function<void(const Block&)> walk = [&](const Block& body) {
+    for (const Stmt& s : body) {
+      if (auto* c = std::get_if<CopyStmt>(&s.node)) {
+        internal::RegionUses(c->src, &need);
+      }
+      if (auto* f = std::get_if<ForStmt>(&s.node)) walk(f->body);
+    }
+  };
+  walk(b);
+  std::vector<const LetStmt*> kept;
+  for (size_t i = lets.size(); i-- > 0;) {
+    if (!need.count(lets[i]->name)) continue;
+    internal::ExprUses(lets[i]->value, &need);
+    kept.insert(kept.begin(), lets[i]);
+  }
+  return kept;
 }
 
 // A copy the producer can issue as TMA loads: a whole tile of a tensor into
@@ -99,7 +167,7 @@ void PlanWarpSpecialised(const Kernel& k, const GpuDialect& dialect,
   const int64_t threads = plan->launch.threads;
   if (!dialect.tma || threads % 128 != 0 || threads + 128 > 1024) return;
   const FragmentPlan& frag = plan->fragments;
-  const std::set<std::string> allowed = ProducerNames(k);
+  std::set<std::string> allowed = ProducerNames(k);
   const TmaCopies tma(k, frag);
   const BufferPred in_smem = [&](const std::string& n) {
     return InSharedMemory(frag, n);
@@ -162,6 +230,9 @@ void PlanWarpSpecialised(const Kernel& k, const GpuDialect& dialect,
     if (!f) continue;
     const LoopFacts& l = plan->loops[loop++];
     if (f->loop != LoopKind::kPipelined) continue;
+    std::set<std::string> names = ProducerNames(k);
+    const std::vector<const LetStmt*> lets = ProducerLets(k, frag, &s, &names);
+    allowed = names;
     bool fused = false;
     std::vector<std::string> ring;
     if (!eligible(l, &fused, &ring)) continue;
@@ -173,6 +244,7 @@ void PlanWarpSpecialised(const Kernel& k, const GpuDialect& dialect,
     ws.stop = l.stop;
     ws.ring_tiles = std::move(ring);
     ws.rasterize = rasters;
+    ws.producer_lets = NeededLets(lets, k.body);
     return;
   }
 }
@@ -180,7 +252,8 @@ void PlanWarpSpecialised(const Kernel& k, const GpuDialect& dialect,
 void PlanPreloads(const Kernel& k, KernelPlan* plan) {
   WarpSpecialisedPlan& ws = plan->ws;
   if (!ws.loop || !plan->launch.persistent) return;
-  const std::set<std::string> allowed = ProducerNames(k);
+  std::set<std::string> allowed = ProducerNames(k);
+  for (const LetStmt* l : ws.producer_lets) allowed.insert(l->name);
   const TmaCopies tma(k, plan->fragments);
   const std::map<std::string, int> users = TopLevelUsers(k, plan->fragments);
   for (const Stmt& s : k.body) {

@@ -533,6 +533,14 @@ absl::Status Emitter::EmitProducer() {
     for (const RasterizeStmt* r : kp_.ws.rasterize) {
       KILN_GPU_RETURN_IF_ERROR(EmitRasterize(*r));
     }
+    // The lets the copies' starts name, for this tile (the consumers'
+    // declarations of them are out of scope here).
+    for (const LetStmt* l : kp_.ws.producer_lets) {
+      auto v = Value(l->value);
+      if (!v.ok()) return v.status();
+      Line(StrCat("const ", RegType(v->type), " ", Mangle(l->name), " = ",
+                  v->code, ";"));
+    }
   }
   // The tile's own loads (Q), into the next slot once the consumers have
   // read the tile's that was there; issued after the ring's first stage
