@@ -58,6 +58,7 @@ std::unique_ptr<Pass> CreateSpecializePass();
 // fill or atomic_add with a run-time region extent or an unproven tile-side
 // start becomes a `parallel` clipped to its tiles; an unproven tile region
 // of a gemm, reduce or cumsum is an error.
+std::unique_ptr<Pass> CreateStoresToCopiesPass();
 std::unique_ptr<Pass> CreateGuardAccessesPass();
 // Simplifies index arithmetic and drops `if` conditions the prover shows
 // always true or always false (bounds checks made unnecessary by static dims

@@ -103,6 +103,14 @@ TEST_P(GpuSourceTest, Renders) {
       src.status().message().find("cluster(...) needs") != std::string::npos) {
     return;  // thread block clusters: sm_90 only
   }
+  if (c.target == "gfx90a" && testing::ExceedsGfx90aSharedMemory(c.kernel)) {
+    ASSERT_FALSE(src.ok());
+    EXPECT_NE(src.status().message().find(
+                  "bytes of shared memory per block; gfx90a allows"),
+              std::string::npos)
+        << src.status();
+    return;
+  }
   ASSERT_TRUE(src.ok()) << src.status();
   EXPECT_NE(src->find("kiln_" + c.kernel), std::string::npos);
   if (!kGoldenFiles.count(c.file)) return;

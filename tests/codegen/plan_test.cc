@@ -444,6 +444,29 @@ TEST(FragmentPlanTest, FragmentElementsUsedOutsideParallelStayInShared) {
   }
 }
 
+TEST(FragmentPlanTest, AFragmentBesideAnAccumulatorMirrorsItsRegisters) {
+  // The block-scaled FP8 GEMM's accumulator is written only element for
+  // element beside the gemm's product (its promotion): it takes the
+  // product's wgmma layout, and the main loop stays warp-specialised.
+  const std::string text = testing::ReadFileOrDie(
+      testing::TestDataDir() / "corpus" / "gemm_fp8_blockscaled.tile");
+  auto plan = PlanOf(text, "sm_90a", {{"BM", 128}, {"STAGES", 3}});
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(Layout(*plan, "Acc"), Layout(*plan, "Part"));
+  EXPECT_THAT(Layout(*plan, "Acc"), HasSubstr("wgmma accumulator"));
+  EXPECT_THAT(*plan, HasSubstr("warp-specialised TMA ring over loop k"));
+  EXPECT_THAT(*plan, HasSubstr("TMA stores      Acc -> C"));
+  // Read at one element outside `parallel`: it stays in shared memory.
+  auto uniform = PlanOf(
+      FileWith(testing::TestDataDir() / "corpus" / "gemm_fp8_blockscaled.tile",
+               "  copy Acc -> C",
+               "  let a0 = Acc[0, 0]\n  fill scale, a0\n"
+               "  copy Acc -> C"),
+      "sm_90a", {{"BM", 128}, {"STAGES", 3}});
+  ASSERT_TRUE(uniform.ok()) << uniform.status();
+  EXPECT_EQ(Layout(*uniform, "Acc"), "shared (fragment)");
+}
+
 // A loop over the column tiles of 4 rows, its body `body`.
 std::string ColumnLoop(const std::string& body) {
   return "kernel k(X: bf16[M, N], Y: bf16[M, N], P: i32[64])\n"

@@ -219,6 +219,66 @@ std::string GuardedIr(const char* text, const std::string& target,
   return at == std::string::npos ? "" : k->ir_dump.substr(at, chars);
 }
 
+// The IR after pass `pass` of `text` compiled for `target`.
+std::string IrAfter(const char* text, const std::string& target,
+                    const std::string& pass) {
+  CompileOptions o;
+  o.target = target;
+  o.print_ir_after_all = true;
+  o.plan_only = target != "cpu";
+  auto k = Compile(text, o);
+  EXPECT_TRUE(k.ok()) << k.status();
+  if (!k.ok()) return "";
+  const std::string head = "// ----- after " + pass + " -----";
+  const size_t at = k->ir_dump.find(head);
+  EXPECT_NE(at, std::string::npos) << pass;
+  if (at == std::string::npos) return "";
+  const size_t end = k->ir_dump.find("// ----- after", at + head.size());
+  return k->ir_dump.substr(at, end == std::string::npos ? end : end - at);
+}
+
+// TileLang's epilogue, element stores of a tile in its own order under a
+// bound on a row, is the masked copy on every target; stores in another
+// order, of a computed value or with an else stay as written.
+TEST(CompileTest, ElementStoresOfATileInItsOrderBecomeACopy) {
+  const char* kText =
+      "kernel k(X: f32[M, N], Y: f16[M, N], Z: f32[N, M], rows: i32)\n"
+      "  grid(ceildiv(N, 64), ceildiv(M, 32)) threads(128) (bx, by) {\n"
+      "  alloc fragment C: f32[32, 64]\n"
+      "  copy X[by * 32:+32, bx * 64:+64] -> C\n"
+      "  parallel (i, j) in (32, 64) {\n"
+      "    if i < rows {\n"
+      "      Y[by * 32 + i, bx * 64 + j] = C[i, j]\n"
+      "    }\n"
+      "  }\n"
+      "  parallel (a, b) in (32, 64) {\n"
+      "    Y[a + by * 32, b] = C[a, b]\n"
+      "  }\n"
+      "  parallel (p, q) in (32, 64) {\n"
+      "    Z[bx * 64 + q, by * 32 + p] = C[p, q]\n"
+      "  }\n"
+      "  parallel (u, w) in (32, 64) {\n"
+      "    Y[by * 32 + u, w] = C[u, w] * 2.0\n"
+      "  }\n"
+      "}\n";
+  for (const char* target : {"cpu", "sm_80", "sm_90a", "gfx90a"}) {
+    SCOPED_TRACE(target);
+    const std::string ir = IrAfter(kText, target, "stores-to-copies");
+    EXPECT_NE(
+        ir.find("  copy C[0:+rows, :] -> Y[by * 32:+rows, bx * 64:+64]\n"),
+        std::string::npos)
+        << ir;
+    EXPECT_NE(ir.find("  copy C -> Y[by * 32:+32, 0:+64]\n"), std::string::npos)
+        << ir;
+    EXPECT_NE(ir.find("    Z[bx * 64 + q, by * 32 + p] = C[p, q]\n"),
+              std::string::npos)
+        << ir;
+    EXPECT_NE(ir.find("    Y[by * 32 + u, w] = C[u, w] * 2.0\n"),
+              std::string::npos)
+        << ir;
+  }
+}
+
 TEST(CompileTest, TensorElementAccessesAreGuardedUnlessProvenInRange) {
   const char* kText =
       "kernel k(X: f32[M], Y: f32[M], W: f32[8]) grid(ceildiv(M, 64)) "

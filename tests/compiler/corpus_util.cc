@@ -90,6 +90,10 @@ bool ReplaceFirst(std::string* text, std::string_view from,
   return true;
 }
 
+bool ExceedsGfx90aSharedMemory(std::string_view kernel) {
+  return kernel == "gemm_fp8_blockscaled";
+}
+
 std::string TestNameOf(std::string text) {
   for (char& c : text) {
     if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';

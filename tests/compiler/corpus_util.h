@@ -52,6 +52,13 @@ std::string StripComments(std::string_view text);
 // the corpus covers the whole language.
 std::set<std::string> Features(const Program& program);
 
+// Corpus kernels no point of whose tuning space fits gfx90a's 64 KiB of
+// shared memory per block (a documented back-end limit, tile-ir.md §9):
+// gemm_fp8_blockscaled (on targets without wgmma its FP8 products and
+// accumulator are shared-memory tiles, 2 x BM x 128 x 4 bytes beside the
+// operand ring).
+bool ExceedsGfx90aSharedMemory(std::string_view kernel);
+
 // Every feature the language has (what Features() of a program covering the
 // whole language returns).
 std::set<std::string> AllFeatures();

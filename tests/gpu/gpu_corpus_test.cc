@@ -518,6 +518,21 @@ std::vector<Case> Cases() {
   // memory: 272 KiB at this size.)
   fp8_256.wgmma_only = true;
   c.push_back(fp8_256);
+  // Block-scaled FP8 (DeepSeek-V3's recipe): every 128-column K step is
+  // multiplied into its own tile and added with that step's row and block
+  // scales; ragged M and N, K a whole number of groups plus 32 columns,
+  // more tiles than resident blocks.
+  for (int64_t bm : {64, 128}) {
+    Case scaled{"gemm_fp8_blockscaled.tile",
+                "gemm_fp8_blockscaled",
+                {{"BM", bm}, {"STAGES", 3}},
+                {{"M", 1000}, {"N", 2056}, {"K", 544}, {"KG", 5}, {"NG", 17}},
+                {},
+                {{"SA", {0, 1}}, {"SB", {0, 1}}}};
+    scaled.label = bm == 64 ? "bm64" : "bm128";
+    scaled.sm90_only = true;
+    c.push_back(scaled);
+  }
   // FP8 in 128 x 192 tiles: each warpgroup's whole 64 x 192 product (96
   // registers, written by its first wgmma without zeroing) beside the
   // accumulator; 11 column tiles, the last 136 columns wide, in pairs.

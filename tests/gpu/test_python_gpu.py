@@ -332,3 +332,25 @@ def test_moe_grouped_gemm_on_cuda(block_M, threads):
         s, t = int(offsets[e]), int(offsets[e + 1])
         want[s:t] = a[s:t].float() @ w[e].float().t()
     torch.testing.assert_close(y.float(), want, atol=0.1, rtol=2e-2)
+
+
+@pytest.mark.parametrize("block_M,threads", [(64, 128), (128, 256)])
+def test_fp8_blockwise_gemm_on_cuda(block_M, threads):
+    # TileLang's FP8 blockwise GEMM as written (T.Pipelined, a scalar
+    # b_scale per step, the promotion into C_local_accum), on torch FP8
+    # tensors: ragged M and N, a last K-group of 64 columns.
+    m, n, k = 1000, 2056, 576
+    kernel = kernels.fp8_blockwise_gemm(n, k, block_M=block_M,
+                                        threads=threads)
+    a = randn(m, k).to(torch.float8_e4m3fn)
+    b = randn(n, k).to(torch.float8_e4m3fn)
+    groups = -(-k // 128)
+    sa = torch.rand(m, groups, device="cuda") + 0.01
+    sb = torch.rand(-(-n // 128), groups, device="cuda") + 0.01
+    c = kernel(a, b, sa, sb)
+    want = torch.zeros(m, n, device="cuda")
+    for g in range(groups):
+        cols = slice(g * 128, (g + 1) * 128)
+        part = a[:, cols].float() @ b[:, cols].float().t()
+        want += part * sa[:, g:g + 1] * sb[:, g].repeat_interleave(128)[:n]
+    torch.testing.assert_close(c.float(), want, atol=0.1, rtol=2e-2)

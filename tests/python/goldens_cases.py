@@ -28,6 +28,9 @@ def cases():
         # A grouped GEMM's launch sized by a tile map, DeepSeek-V3's expert
         # shapes (bench/gpu/moe.py times it beside the corpus spelling).
         "moe_gemm": lambda: kernels.moe_gemm(64, 4096, 7168),
+        # TileLang's FP8 blockwise GEMM as written (bench.py blockscaled
+        # times it beside the corpus spelling).
+        "fp8_blockwise_gemm": lambda: kernels.fp8_blockwise_gemm(4096, 4096),
         "flash_attention_fwd_tunables":
             lambda: kernels.tuned_flashattn()(1, 4, 256, 64, False),
     }

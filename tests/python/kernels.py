@@ -476,3 +476,51 @@ def moe_tile_map(offsets, block_M):
     tiles = [(e, r) for e in range(len(offsets) - 1)
              for r in range(int(offsets[e]), int(offsets[e + 1]), block_M)]
     return np.array(tiles, np.int32).reshape(-1, 2)
+
+
+@kiln.jit(out_idx=[-1])
+def fp8_blockwise_gemm(N, K, block_M=128, num_stages=3, threads=256,
+                       out_dtype="bfloat16", accum_dtype="float32",
+                       in_dtype="float8_e4m3"):
+    """DeepSeek-V3's block-scaled FP8 GEMM as TileLang's example writes it:
+    a_scale is [M, ceil(K / 128)] (one scale per row per 128 columns),
+    b_scale [ceil(N / 128), ceil(K / 128)] (one per 128 x 128 block of B);
+    every 128-column step is multiplied into C_local and promoted into
+    C_local_accum with its scales. M is symbolic (the token count); in_dtype
+    is a parameter so that NumPy, which has no FP8, can drive it."""
+    group_size = 128
+    block_N = block_K = group_size
+    M = T.symbolic("M")
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), in_dtype),
+             B: T.Tensor((N, K), in_dtype),
+             a_scale: T.Tensor((M, T.ceildiv(K, group_size)), "float32"),
+             b_scale: T.Tensor((T.ceildiv(N, group_size),
+                                T.ceildiv(K, group_size)), "float32"),
+             C: T.Tensor((M, N), out_dtype)):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M),
+                      threads=threads) as (bx, by):
+            A_shared = T.alloc_shared((block_M, block_K), in_dtype)
+            B_shared = T.alloc_shared((block_N, block_K), in_dtype)
+            C_shared = T.alloc_shared((block_M, block_N), out_dtype)
+            C_scale = T.alloc_fragment((block_M,), accum_dtype)
+            C_local = T.alloc_fragment((block_M, block_N), accum_dtype)
+            C_local_accum = T.alloc_fragment((block_M, block_N), accum_dtype)
+            T.clear(C_local)
+            T.clear(C_local_accum)
+            for k in T.Pipelined(T.ceildiv(K, block_K),
+                                 num_stages=num_stages):
+                T.copy(A[by * block_M, k * block_K], A_shared)
+                T.copy(B[bx * block_N, k * block_K], B_shared)
+                B_scale = b_scale[bx * block_N // group_size, k]
+                for i in T.Parallel(block_M):
+                    C_scale[i] = a_scale[by * block_M + i, k] * B_scale
+                T.gemm(A_shared, B_shared, C_local, transpose_B=True)
+                for i, j in T.Parallel(block_M, block_N):
+                    C_local_accum[i, j] += C_local[i, j] * C_scale[i]
+                T.clear(C_local)
+            T.copy(C_local_accum, C_shared)
+            T.copy(C_shared, C[by * block_M, bx * block_N])
+
+    return main

@@ -151,3 +151,26 @@ def test_moe_grouped_gemm_matches_numpy(rng, block_M, block_N, threads):
         want[s:t] = a[s:t].astype(np.float64) @ w[e].astype(np.float64).T
     np.testing.assert_allclose(y.astype(np.float64), want, atol=3e-2,
                                rtol=1e-2)
+
+
+@pytest.mark.parametrize("block_M,threads", [(64, 128), (128, 256)])
+def test_blockwise_scaled_gemm_promotes_every_group(rng, block_M, threads):
+    # TileLang's FP8 blockwise GEMM with f16 operands (NumPy has no FP8):
+    # ragged M and N, a last K-group of 32 columns, and scales that differ
+    # per group, so a scale applied to the wrong group's products fails.
+    m, n, k = 150, 200, 288
+    kernel = kernels.fp8_blockwise_gemm(n, k, block_M=block_M,
+                                        threads=threads, in_dtype="float16",
+                                        out_dtype="float32")
+    a = rng.integers(-4, 5, (m, k)).astype(np.float16)
+    b = rng.integers(-4, 5, (n, k)).astype(np.float16)
+    groups = -(-k // 128)
+    sa = rng.uniform(0.01, 1, (m, groups)).astype(np.float32)
+    sb = rng.uniform(0.01, 1, (-(-n // 128), groups)).astype(np.float32)
+    c = kernel(a, b, sa, sb)
+    want = np.zeros((m, n))
+    for g in range(groups):
+        cols = slice(g * 128, (g + 1) * 128)
+        part = a[:, cols].astype(np.float64) @ b[:, cols].astype(np.float64).T
+        want += part * sa[:, g:g + 1] * np.repeat(sb[:, g], 128)[None, :n]
+    np.testing.assert_allclose(c, want, rtol=1e-5, atol=1e-3)

@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <functional>
+#include <utility>
 
 #include "compiler/ir/const_fold.h"
 #include "compiler/ir/format.h"
@@ -291,6 +292,67 @@ void PlanPacked(const Kernel& k, FragmentPlan* plan) {
   }
 }
 
+// Mirrors: an f32 fragment of an accumulator's shape that a `parallel`
+// over that shape reads or stores element for element beside the
+// accumulator (`Acc[i, j] += Part[i, j] * s[i]`, the promotion of a
+// block-scaled GEMM) takes the accumulator's register layout, so the
+// statement is lane-local arithmetic; to a fixpoint (a mirror's mirrors).
+// Every other use is checked with the accumulators' (step 3), which drops
+// a mirror used in a way registers cannot serve.
+std::set<std::string> AddMirrors(const Kernel& k, FragmentPlan* plan) {
+  std::set<std::string> mirrors;
+  std::map<std::string, RegisterFragment>& regs = plan->registers;
+  auto mirrorable = [&](const std::string& n, const RegisterFragment& r) {
+    auto t = plan->tiles.find(n);
+    return t != plan->tiles.end() && t->second.scope == Scope::kFragment &&
+           t->second.dtype == DType::kF32 && t->second.dims.size() == 2 &&
+           t->second.dims[0] == r.m && t->second.dims[1] == r.n &&
+           !plan->uniform.count(n) && !regs.count(n);
+  };
+  for (bool changed = true; changed;) {
+    changed = false;
+    ForEachStmt(k.body, [&](const Stmt& s) {
+      auto* p = std::get_if<ParallelStmt>(&s.node);
+      if (!p || p->vars.size() != 2) return;
+      std::set<std::string> in_order;
+      auto note = [&](const std::string& name, const std::vector<Expr>& idx) {
+        if (idx.size() == 2 && idx[0].kind == ExprKind::kVar &&
+            idx[0].name == p->vars[0] && idx[1].kind == ExprKind::kVar &&
+            idx[1].name == p->vars[1]) {
+          in_order.insert(name);
+        }
+      };
+      ForEachStmt(p->body, [&](const Stmt& b) {
+        if (auto* st = std::get_if<StoreStmt>(&b.node)) {
+          note(st->name, st->indices);
+        }
+        StmtExprs(b, [&](const Expr& e) {
+          if (e.kind == ExprKind::kLoad) note(e.name, e.args);
+        });
+      });
+      const RegisterFragment* acc = nullptr;
+      for (const std::string& n : in_order) {
+        auto r = regs.find(n);
+        if (r != regs.end() && FoldInt(p->extents[0]) == r->second.m &&
+            FoldInt(p->extents[1]) == r->second.n) {
+          acc = &r->second;
+          break;
+        }
+      }
+      if (!acc) return;
+      const RegisterFragment layout = *acc;
+      for (const std::string& n : in_order) {
+        if (mirrorable(n, layout)) {
+          regs[n] = layout;
+          mirrors.insert(n);
+          changed = true;
+        }
+      }
+    });
+  }
+  return mirrors;
+}
+
 }  // namespace
 
 bool WarpgroupFits(int64_t m, int64_t n, int64_t k, int64_t threads,
@@ -509,6 +571,7 @@ FragmentPlan PlanFragments(const Kernel& k, int64_t threads,
   });
   for (const std::string& r : rejected) cand.erase(r);
   for (const std::string& u : plan.uniform) cand.erase(u);
+  const std::set<std::string> mirrors = AddMirrors(k, &plan);
 
   // 3. Uses, to a fixpoint.
   for (bool changed = true; changed;) {
@@ -584,13 +647,16 @@ FragmentPlan PlanFragments(const Kernel& k, int64_t threads,
           s.node);
     });
     for (const std::string& d : drop) changed |= cand.erase(d) > 0;
-    // Budget: drop the largest while over.
+    // Budget: drop the largest while over, mirrors before accumulators.
     int64_t total = 0;
     for (const auto& [n, r] : cand) total += r.regs();
     if (!changed && total > kMaxRegsTotal) {
+      auto rank = [&](const auto& it) {
+        return std::pair(mirrors.count(it->first) > 0, it->second.regs());
+      };
       auto largest = cand.begin();
       for (auto it = cand.begin(); it != cand.end(); ++it) {
-        if (it->second.regs() > largest->second.regs()) largest = it;
+        if (rank(it) > rank(largest)) largest = it;
       }
       cand.erase(largest);
       changed = true;
