@@ -30,22 +30,11 @@
 #include <set>
 
 #include "compiler/ir/const_fold.h"
+#include "compiler/ir/expr_uses.h"
 #include "compiler/passes/passes.h"
 
 namespace kiln::compiler {
 namespace {
-
-// Whether `e` names (as a variable or a loaded buffer) any of `names`.
-bool Mentions(const Expr& e, const std::set<std::string>& names) {
-  if ((e.kind == ExprKind::kVar || e.kind == ExprKind::kLoad) &&
-      names.count(e.name)) {
-    return true;
-  }
-  for (const Expr& a : e.args) {
-    if (Mentions(a, names)) return true;
-  }
-  return false;
-}
 
 class StoresToCopies {
  public:
@@ -79,7 +68,7 @@ class StoresToCopies {
     }
     if (c.kind != ExprKind::kBinary || c.binary_op != BinaryOp::kLt ||
         c.args[0].kind != ExprKind::kVar || !vars.count(c.args[0].name) ||
-        Mentions(c.args[1], vars) || bounds->count(c.args[0].name)) {
+        UsesAnyOf(c.args[1], vars) || bounds->count(c.args[0].name)) {
       return false;
     }
     (*bounds)[c.args[0].name] = c.args[1];
@@ -145,10 +134,11 @@ class StoresToCopies {
         }
       }
       if (base) {
-        if (Mentions(*base, vars) || Mentions(*base, dst)) return std::nullopt;
+        if (UsesAnyOf(*base, vars) || UsesAnyOf(*base, dst))
+          return std::nullopt;
         const std::string& var = p.vars[next];
         auto bound = bounds.find(var);
-        if (bound != bounds.end() && Mentions(bound->second, dst)) {
+        if (bound != bounds.end() && UsesAnyOf(bound->second, dst)) {
           return std::nullopt;
         }
         sl.kind = Slice::Kind::kRange;
@@ -164,7 +154,7 @@ class StoresToCopies {
         c.src.slices.push_back(std::move(tile_side));
         ++next;
       } else {
-        if (Mentions(idx, vars) || Mentions(idx, dst)) return std::nullopt;
+        if (UsesAnyOf(idx, vars) || UsesAnyOf(idx, dst)) return std::nullopt;
         sl.kind = Slice::Kind::kIndex;
         sl.start = idx;
       }

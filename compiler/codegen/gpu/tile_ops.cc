@@ -6,6 +6,7 @@
 
 #include "compiler/codegen/cuda/hopper/tma_maps.h"
 #include "compiler/codegen/gpu/kernel_source_internal.h"
+#include "compiler/ir/expr_uses.h"
 
 namespace kiln::compiler::gpu::internal {
 
@@ -532,17 +533,6 @@ struct ElementSplit {
   std::map<std::string, int64_t> coef;
   std::vector<std::pair<int64_t, Expr>> rest;
 };
-
-bool UsesAnyOf(const Expr& e, const std::set<std::string>& names) {
-  if ((e.kind == ExprKind::kVar || e.kind == ExprKind::kLoad) &&
-      names.count(e.name)) {
-    return true;
-  }
-  for (const Expr& a : e.args) {
-    if (UsesAnyOf(a, names)) return true;
-  }
-  return false;
-}
 
 // Splits `scale * e`; false when the element variables do not appear
 // linearly (sums, differences, negation, products with an integer literal).
