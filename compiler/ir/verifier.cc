@@ -47,6 +47,15 @@ ExprRules LaunchRules(std::string_view context) {
                "symbols, tunables and constants");
 }
 
+// A grid is evaluated at launch from the arguments, so it may also use
+// integer scalar parameters (TileLang sizes a varlen kernel's grid by
+// `max_seqlen_q: T.int32`); the integer check rejects float scalars.
+ExprRules GridRules() {
+  return Rules({NameKind::kSymbol, NameKind::kScalarParam, NameKind::kTunable},
+               "a grid extent",
+               "symbols, integer scalar parameters, tunables and constants");
+}
+
 ExprRules CompileTimeRules(std::string_view context) {
   return Rules({NameKind::kTunable}, context, "tunables and constants");
 }
@@ -323,8 +332,7 @@ void KernelVerifier::CheckLaunch() {
   }
   for (const Expr& e : kernel_.grid) {
     std::optional<int64_t> v;
-    if (CheckIntExpr(e, LaunchRules("a grid extent"), "a grid extent", &v) &&
-        v && *v <= 0) {
+    if (CheckIntExpr(e, GridRules(), "a grid extent", &v) && v && *v <= 0) {
       Report(e.loc, StrCat("grid extent ", *v, " must be positive"));
     }
   }

@@ -126,6 +126,7 @@ ExprRules Rules(NameKindSet allowed, std::string_view context,
                 std::string_view allowed_text);
 // Symbols, tunables and constants: the launch.
 ExprRules LaunchRules(std::string_view context);
+ExprRules GridRules();
 // Tunables and constants: tile dims, parallel extents, stages, `where`.
 ExprRules CompileTimeRules(std::string_view context);
 

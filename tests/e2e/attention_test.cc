@@ -14,6 +14,8 @@ using runtime::ArgValue;
 KILN_E2E_COVERS("flash_attention_fwd.tile", "flash_attention_fwd_causal");
 KILN_E2E_COVERS("flash_attention_fwd.tile", "flash_attention_fwd");
 
+KILN_E2E_COVERS("flash_attention_varlen.tile", "flash_attention_varlen");
+
 KILN_E2E_COVERS("paged_decode.tile", "paged_decode_split");
 KILN_E2E_COVERS("paged_decode.tile", "paged_decode_combine");
 
@@ -175,6 +177,71 @@ TEST_F(PagedDecodeE2eTest, ChunksLargerThanAPageAndMoreSplitsThanChunks) {
 }
 
 TEST_F(PagedDecodeE2eTest, GroupWiderThanATile) { Run({16, 64, 64, 2, 20}); }
+
+// Packed variable-length causal GQA prefill: sequences of equal query and
+// key lengths, one with a cached prefix (more keys than queries: chunked
+// prefill), one with fewer keys than queries (its first rows see no key and
+// are zero), empty ones, one a whole tile; a grid sized by a MaxQ larger
+// than the longest sequence (blocks with no rows).
+class VarlenE2eTest : public E2eTest {
+ protected:
+  void Run(const Bindings& fixed, int64_t heads, int64_t kv_heads,
+           const std::vector<std::pair<int64_t, int64_t>>& lens,
+           int64_t max_q) {
+    SCOPED_TRACE(::testing::Message()
+                 << "H=" << heads << " HK=" << kv_heads << " MaxQ=" << max_q);
+    KILN_E2E_LOAD(kernel, "flash_attention_varlen.tile",
+                  "flash_attention_varlen", fixed);
+    std::vector<int64_t> cu_q = {0}, cu_k = {0};
+    for (auto [q_len, kv_len] : lens) {
+      cu_q.push_back(cu_q.back() + q_len);
+      cu_k.push_back(cu_k.back() + kv_len);
+    }
+    const auto nb = static_cast<int64_t>(cu_q.size());
+    HostTensor cq(DType::kI32, {nb}), ck(DType::kI32, {nb});
+    for (int64_t b = 0; b < nb; ++b) {
+      cq.Set(b, static_cast<double>(cu_q[b]));
+      ck.Set(b, static_cast<double>(cu_k[b]));
+    }
+    VarlenShape s{heads, kv_heads, 128};
+    HostTensor q = Random(DType::kF16, {cu_q.back(), heads, 128}, -1, 1);
+    HostTensor k = Random(DType::kF16, {cu_k.back(), kv_heads, 128}, -1, 1);
+    HostTensor v = Random(DType::kF16, {cu_k.back(), kv_heads, 128}, -1, 1);
+    HostTensor o(DType::kF16, {cu_q.back(), heads, 128});
+    ASSERT_TRUE(Launch()
+                    .In(q)
+                    .In(k)
+                    .In(v)
+                    .In(cq)
+                    .In(ck)
+                    .Out(o)
+                    .Scalar(ArgValue::I32(static_cast<int32_t>(max_q)))
+                    .Scalar(ArgValue::F32(kSmScale))
+                    .Run(*kernel));
+    const AttentionResult ref = VarlenAttentionReference(
+        q.Values(), k.Values(), v.Values(), cu_q, cu_k, kSmScale, s);
+    int64_t longest = 1;
+    for (auto [q_len, kv_len] : lens) longest = std::max(longest, kv_len);
+    EXPECT_TRUE(AllClose(o, ref.out,
+                         WithIntermediate(OutputTolerance(DType::kF16, longest),
+                                          DType::kF16, ref.out_abs)));
+  }
+};
+
+const std::vector<std::pair<int64_t, int64_t>> kVarlenLens = {
+    {37, 37}, {1, 1}, {0, 0}, {130, 200}, {20, 5}, {0, 9}, {64, 64}};
+
+TEST_F(VarlenE2eTest, GroupedHeadsRaggedSequences) {
+  Run({}, 4, 2, kVarlenLens, 130);
+}
+
+TEST_F(VarlenE2eTest, LargeTilesGridLongerThanEverySequence) {
+  Run({{"BM", 128}, {"BN", 128}, {"STAGES", 2}}, 3, 1, kVarlenLens, 300);
+}
+
+TEST_F(VarlenE2eTest, AnEmptyGridLaunchesNothing) {
+  Run({}, 2, 2, {{0, 0}, {0, 4}}, 0);
+}
 
 }  // namespace
 }  // namespace kiln::e2e

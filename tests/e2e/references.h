@@ -77,6 +77,21 @@ AttentionResult PagedDecodeReference(const Values& q, const Values& kc,
                                      double sm_scale,
                                      const PagedDecodeShape& shape);
 
+// Packed variable-length causal attention with grouped KV heads: Q and the
+// result [TQ, H, D], K and V [TK, HK, D], sequence b's queries at rows
+// cu_q[b]..cu_q[b+1] and keys at cu_k[b]..cu_k[b+1]. The causal mask is
+// aligned at the bottom right (query i of q_len sees keys up to
+// kv_len - q_len + i); a query that sees no key is zero. `lse` is unused.
+struct VarlenShape {
+  int64_t heads = 1, kv_heads = 1, dim = 128;
+};
+AttentionResult VarlenAttentionReference(const Values& q, const Values& k,
+                                         const Values& v,
+                                         const std::vector<int64_t>& cu_q,
+                                         const std::vector<int64_t>& cu_k,
+                                         double sm_scale,
+                                         const VarlenShape& shape);
+
 // ------------------------------------------------- norms and reductions
 
 // X * rsqrt(mean(X^2) + eps) * W per row of X [M, N].

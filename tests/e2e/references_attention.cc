@@ -1,5 +1,6 @@
 // Reference of the FlashAttention forward kernels (causal and full): plain
 // softmax attention in f64, one query row at a time.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -92,6 +93,51 @@ AttentionResult PagedDecodeReference(const Values& q, const Values& kc,
             const double v = vc[cache_at(b, t, h) + c];
             r.out[row + c] += p * v;
             r.out_abs[row + c] += p * std::fabs(v);
+          }
+        }
+      }
+    }
+  }
+  return r;
+}
+
+AttentionResult VarlenAttentionReference(const Values& q, const Values& k,
+                                         const Values& v,
+                                         const std::vector<int64_t>& cu_q,
+                                         const std::vector<int64_t>& cu_k,
+                                         double sm_scale,
+                                         const VarlenShape& s) {
+  const int64_t d = s.dim;
+  const int64_t group = s.heads / s.kv_heads;
+  AttentionResult r;
+  r.out.assign(q.size(), 0.0);
+  r.out_abs.assign(q.size(), 0.0);
+  for (size_t b = 0; b + 1 < cu_q.size(); ++b) {
+    const int64_t q_len = cu_q[b + 1] - cu_q[b];
+    const int64_t kv_len = cu_k[b + 1] - cu_k[b];
+    for (int64_t i = 0; i < q_len; ++i) {
+      const int64_t keys =
+          std::clamp<int64_t>(kv_len - q_len + i + 1, 0, kv_len);
+      std::vector<double> scores(keys);
+      for (int64_t h = 0; h < s.heads; ++h) {
+        const int64_t row = ((cu_q[b] + i) * s.heads + h) * d;
+        auto key_at = [&](int64_t j) {
+          return ((cu_k[b] + j) * s.kv_heads + h / group) * d;
+        };
+        double mx = -std::numeric_limits<double>::infinity();
+        for (int64_t j = 0; j < keys; ++j) {
+          double dot = 0;
+          for (int64_t c = 0; c < d; ++c) dot += q[row + c] * k[key_at(j) + c];
+          scores[j] = dot * sm_scale;
+          mx = std::max(mx, scores[j]);
+        }
+        double sum = 0;
+        for (double& x : scores) sum += (x = std::exp(x - mx));
+        for (int64_t j = 0; j < keys; ++j) {
+          const double p = scores[j] / sum;
+          for (int64_t c = 0; c < d; ++c) {
+            r.out[row + c] += p * v[key_at(j) + c];
+            r.out_abs[row + c] += p * std::fabs(v[key_at(j) + c]);
           }
         }
       }

@@ -533,6 +533,40 @@ std::vector<Case> Cases() {
     scaled.sm90_only = true;
     c.push_back(scaled);
   }
+  // Packed variable-length causal GQA prefill: sequences of equal lengths,
+  // a cached prefix (more keys than queries), fewer keys than queries (rows
+  // that see no key), empty ones, a grid sized by the scalar MaxQ longer
+  // than every sequence. On sm_90a the TMA producer evaluates the
+  // sequence's first rows (loaded from CuQ / CuK) per tile; the second
+  // case has more tiles than resident blocks (persistent walk).
+  for (int64_t bm : {64, 128}) {
+    const std::vector<std::pair<int64_t, int64_t>> lens =
+        bm == 64
+            ? std::vector<std::pair<int64_t, int64_t>>{{37, 37}, {1, 1},
+                                                       {0, 0},   {130, 200},
+                                                       {20, 5},  {0, 9},
+                                                       {64, 64}}
+            : std::vector<std::pair<int64_t, int64_t>>{
+                  {300, 300}, {1, 1},     {257, 400}, {500, 500},
+                  {0, 0},     {129, 129}, {64, 30},   {77, 77}};
+    std::vector<double> cu_q{0}, cu_k{0};
+    for (auto [q, k] : lens) {
+      cu_q.push_back(cu_q.back() + static_cast<double>(q));
+      cu_k.push_back(cu_k.back() + static_cast<double>(k));
+    }
+    Case varlen{"flash_attention_varlen.tile",
+                "flash_attention_varlen",
+                {{"BM", bm}, {"BN", bm}, {"STAGES", 2}},
+                {{"TQ", static_cast<int64_t>(cu_q.back())},
+                 {"TK", static_cast<int64_t>(cu_k.back())},
+                 {"NB", static_cast<int64_t>(cu_q.size())},
+                 {"H", bm == 64 ? 4 : 8},
+                 {"HK", 2}},
+                {{"MaxQ", bm == 64 ? 150 : 500}, {"sm_scale", kScale}}};
+    varlen.values = {{"CuQ", cu_q}, {"CuK", cu_k}};
+    varlen.label = bm == 64 ? "bm64" : "bm128 persistent";
+    c.push_back(varlen);
+  }
   // FP8 in 128 x 192 tiles: each warpgroup's whole 64 x 192 product (96
   // registers, written by its first wgmma without zeroing) beside the
   // accumulator; 11 column tiles, the last 136 columns wide, in pairs.

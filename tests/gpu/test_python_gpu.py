@@ -354,3 +354,30 @@ def test_fp8_blockwise_gemm_on_cuda(block_M, threads):
         part = a[:, cols].float() @ b[:, cols].float().t()
         want += part * sa[:, g:g + 1] * sb[:, g].repeat_interleave(128)[:n]
     torch.testing.assert_close(c.float(), want, atol=0.1, rtol=2e-2)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_varlen_gqa_prefill_on_cuda(causal):
+    # TileLang's varlen GQA forward as written: packed sequences of ragged
+    # lengths (one token, one a whole number of tiles, one ending inside a
+    # tile), 4 query heads per KV head, against SDPA per sequence.
+    lens = [1, 256, 700, 129, 1000]
+    cu = torch.tensor([0] + lens, device="cuda").cumsum(0).to(torch.int32)
+    heads, groups, dim = 16, 4, 128
+    total = int(cu[-1])
+    q = randn(total, heads, dim, dtype=torch.bfloat16)
+    k = randn(total, heads // groups, dim, dtype=torch.bfloat16)
+    v = randn(total, heads // groups, dim, dtype=torch.bfloat16)
+    kernel = kernels.flashattn_varlen(
+        len(lens), groups, total, total, heads, dim, causal, block_M=128,
+        block_N=128, num_stages=2, threads=256, dtype="bfloat16")
+    out = kernel(q, k, v, cu, cu, max(lens))
+    for b, n in enumerate(lens):
+        rows = slice(int(cu[b]), int(cu[b + 1]))
+        want = torch.nn.functional.scaled_dot_product_attention(
+            q[rows].transpose(0, 1).float(),
+            k[rows].transpose(0, 1).float().repeat_interleave(groups, 0),
+            v[rows].transpose(0, 1).float().repeat_interleave(groups, 0),
+            is_causal=causal).transpose(0, 1)
+        torch.testing.assert_close(out[rows].float(), want, atol=2e-2,
+                                   rtol=2e-2)

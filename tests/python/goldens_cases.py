@@ -31,6 +31,11 @@ def cases():
         # TileLang's FP8 blockwise GEMM as written (bench.py blockscaled
         # times it beside the corpus spelling).
         "fp8_blockwise_gemm": lambda: kernels.fp8_blockwise_gemm(4096, 4096),
+        # Packed causal GQA prefill as TileLang's varlen example writes it
+        # (bench/gpu/varlen.py times it against SDPA on the padded batch).
+        "flashattn_varlen": lambda: kernels.flashattn_varlen(
+            8, 4, 16384, 16384, 32, 128, True, block_M=128, block_N=128,
+            num_stages=2, threads=256, dtype="bfloat16"),
         "flash_attention_fwd_tunables":
             lambda: kernels.tuned_flashattn()(1, 4, 256, 64, False),
     }

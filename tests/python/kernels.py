@@ -524,3 +524,112 @@ def fp8_blockwise_gemm(N, K, block_M=128, num_stages=3, threads=256,
             T.copy(C_shared, C[by * block_M, bx * block_N])
 
     return main
+
+
+@kiln.jit(out_idx=[6])
+def flashattn_varlen(batch, groups, total_q, total_kv, heads, dim, is_causal,
+                     block_M=64, block_N=64, num_stages=1, threads=128,
+                     dtype="float16", accum_dtype="float"):
+    """Variable-length (packed) GQA prefill as TileLang's varlen example
+    writes it: sequences packed along the token axis, cu_seqlens_q/k give
+    each sequence's first token (batch + 1 entries), `groups` query heads
+    share a KV head, one block per (query tile, head, sequence) of a grid
+    sized by max_seqlen_q (a scalar argument). The causal mask is aligned
+    at the top left, as flash-attn's is for equal lengths; query rows past a
+    sequence's end are computed and not stored."""
+    scale = (1.0 / dim) ** 0.5 * 1.44269504  # log2(e)
+    kv_heads = heads // groups
+
+    @T.prim_func
+    def main(Q_unpad: T.Tensor((total_q, heads, dim), dtype),
+             K_unpad: T.Tensor((total_kv, kv_heads, dim), dtype),
+             V_unpad: T.Tensor((total_kv, kv_heads, dim), dtype),
+             cu_seqlens_q: T.Tensor((batch + 1,), "int32"),
+             cu_seqlens_k: T.Tensor((batch + 1,), "int32"),
+             max_seqlen_q: T.int32,
+             Output_unpad: T.Tensor((total_q, heads, dim), dtype)):
+        with T.Kernel(T.ceildiv(max_seqlen_q, block_M), heads, batch,
+                      threads=threads) as (bx, by, bz):
+            Q_shared = T.alloc_shared((block_M, dim), dtype)
+            K_shared = T.alloc_shared((block_N, dim), dtype)
+            V_shared = T.alloc_shared((block_N, dim), dtype)
+            O_shared = T.alloc_shared((block_M, dim), dtype)
+            acc_s = T.alloc_fragment((block_M, block_N), accum_dtype)
+            acc_s_cast = T.alloc_fragment((block_M, block_N), dtype)
+            acc_o = T.alloc_fragment((block_M, dim), accum_dtype)
+            scores_max = T.alloc_fragment((block_M,), accum_dtype)
+            scores_max_prev = T.alloc_fragment((block_M,), accum_dtype)
+            scores_scale = T.alloc_fragment((block_M,), accum_dtype)
+            scores_sum = T.alloc_fragment((block_M,), accum_dtype)
+            logsum = T.alloc_fragment((block_M,), accum_dtype)
+            T.annotate_layout({
+                Q_shared: make_swizzled_layout(Q_shared),
+                O_shared: make_swizzled_layout(O_shared),
+            })
+
+            kv_head = by // groups
+            q_start = cu_seqlens_q[bz]
+            kv_start = cu_seqlens_k[bz]
+            q_len = cu_seqlens_q[bz + 1] - q_start
+            kv_len = cu_seqlens_k[bz + 1] - kv_start
+
+            T.copy(Q_unpad[q_start + bx * block_M:
+                           q_start + (bx + 1) * block_M, by, :], Q_shared)
+            T.fill(acc_o, 0)
+            T.fill(logsum, 0)
+            T.fill(scores_max, -T.infinity(accum_dtype))
+
+            loop_range = (
+                T.min(T.ceildiv((bx + 1) * block_M, block_N),
+                      T.ceildiv(kv_len, block_N))
+                if is_causal else T.ceildiv(kv_len, block_N))
+
+            for k in T.Pipelined(loop_range, num_stages=num_stages):
+                T.copy(K_unpad[kv_start + k * block_N:
+                               kv_start + (k + 1) * block_N, kv_head, :],
+                       K_shared)
+                if is_causal:
+                    for i, j in T.Parallel(block_M, block_N):
+                        acc_s[i, j] = T.if_then_else(
+                            (bx * block_M + i < k * block_N + j)
+                            or (bx * block_M + i >= q_len
+                                or k * block_N + j >= kv_len),
+                            -1e9, 0)
+                else:
+                    for i, j in T.Parallel(block_M, block_N):
+                        acc_s[i, j] = T.if_then_else(
+                            bx * block_M + i >= q_len
+                            or k * block_N + j >= kv_len, -1e9, 0)
+                T.gemm(Q_shared, K_shared, acc_s, transpose_B=True,
+                       policy=T.GemmWarpPolicy.FullRow)
+                T.copy(scores_max, scores_max_prev)
+                T.fill(scores_max, -T.infinity(accum_dtype))
+                T.reduce_max(acc_s, scores_max, dim=1, clear=False)
+                for i in T.Parallel(block_M):
+                    scores_max[i] = T.max(scores_max[i], scores_max_prev[i])
+                for i in T.Parallel(block_M):
+                    scores_scale[i] = T.exp2(scores_max_prev[i] * scale -
+                                             scores_max[i] * scale)
+                for i, j in T.Parallel(block_M, block_N):
+                    acc_s[i, j] = T.exp2(acc_s[i, j] * scale -
+                                         scores_max[i] * scale)
+                T.reduce_sum(acc_s, scores_sum, dim=1)
+                for i in T.Parallel(block_M):
+                    logsum[i] = logsum[i] * scores_scale[i] + scores_sum[i]
+                T.copy(acc_s, acc_s_cast)
+                for i, j in T.Parallel(block_M, dim):
+                    acc_o[i, j] *= scores_scale[i]
+                T.copy(V_unpad[kv_start + k * block_N:
+                               kv_start + (k + 1) * block_N, kv_head, :],
+                       V_shared)
+                T.gemm(acc_s_cast, V_shared, acc_o,
+                       policy=T.GemmWarpPolicy.FullRow)
+            for i, j in T.Parallel(block_M, dim):
+                acc_o[i, j] /= logsum[i]
+            T.copy(acc_o, O_shared)
+            for i, d in T.Parallel(block_M, dim):
+                if bx * block_M + i < q_len:
+                    Output_unpad[q_start + bx * block_M + i, by, d] = \
+                        O_shared[i, d]
+
+    return main

@@ -381,6 +381,8 @@ class Emitter {
     Block body;
     Block all_true_body;
     std::string all_true;  // empty: no such test
+    Block uniform_body;    // monotone comparisons replaced by tile bools
+    std::string uniform;   // empty: no such test
   };
   absl::StatusOr<HoistedBody> HoistElementComparisons(
       const ParallelStmt& p, const std::vector<Expr>& extents);

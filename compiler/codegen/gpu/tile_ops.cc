@@ -622,6 +622,8 @@ absl::StatusOr<Emitter::HoistedBody> Emitter::HoistElementComparisons(
   // The hoisted bounds whose comparison holds for every element when
   // (C++) the test beside them does.
   std::map<std::string, std::string> all_true;
+  // The monotone comparisons' values at the two ends of L's range.
+  std::map<std::string, std::pair<std::string, std::string>> uniform;
   std::set<std::string> inner, unused;  // names the body declares
   CollectUses(p.body, &unused, &inner);
   // A term free of the element variables, hoistable before the loop: an
@@ -632,8 +634,11 @@ absl::StatusOr<Emitter::HoistedBody> Emitter::HoistElementComparisons(
     for (const std::string& n : used) {
       if (inner.count(n) || !vars_.count(n)) return false;
     }
+    // (A signed integer of any width: a let loaded from an i32 tensor, a
+    // sequence length from cu_seqlens, compares as the index would.)
     auto v = Value(t);
-    return v.ok() && v->type == Type::Int();
+    return v.ok() && (v->type == Type::Int() ||
+                      (v->type.IsInteger() && IsSigned(v->type.dtype)));
   };
   std::function<Expr(const Expr&)> rewrite = [&](const Expr& e) -> Expr {
     Expr out = e;
@@ -676,22 +681,34 @@ absl::StatusOr<Emitter::HoistedBody> Emitter::HoistElementComparisons(
     Line(StrCat("const int ", name, " = (int)kiln::min_(kiln::max_(0LL", bound,
                 ", ", lo - 1, "LL), ", hi + 1, "LL);"));
     vars_[name] = {name, Type::Of(DType::kI32)};
-    // L takes values in [lo, hi].
+    // L takes values in [lo, hi]; a comparison of L with a bound is
+    // monotone in L, so it holds for every element when it holds at the
+    // end of the range that is hardest to satisfy, and is the same for
+    // every element when it is the same at both ends.
+    std::string op;
     switch (e.binary_op) {
       case BinaryOp::kLt:
-        all_true[name] = StrCat(hi, " < ", name);
+        op = " < ";
+        all_true[name] = StrCat(hi, op, name);
         break;
       case BinaryOp::kLe:
-        all_true[name] = StrCat(hi, " <= ", name);
+        op = " <= ";
+        all_true[name] = StrCat(hi, op, name);
         break;
       case BinaryOp::kGt:
-        all_true[name] = StrCat(lo, " > ", name);
+        op = " > ";
+        all_true[name] = StrCat(lo, op, name);
         break;
       case BinaryOp::kGe:
-        all_true[name] = StrCat(lo, " >= ", name);
+        op = " >= ";
+        all_true[name] = StrCat(lo, op, name);
         break;
       default:
         break;
+    }
+    if (!op.empty()) {
+      uniform[name] = {StrCat("(", lo, op, name, ")"),
+                       StrCat("(", hi, op, name, ")")};
     }
     return Expr::Binary(e.binary_op, *l, Expr::Var(name), e.loc);
   };
@@ -703,6 +720,19 @@ absl::StatusOr<Emitter::HoistedBody> Emitter::HoistElementComparisons(
     }
     Expr out = e;
     for (Expr& a : out.args) a = assume(a);
+    return out;
+  };
+  // The same body with each monotone comparison replaced by its value for
+  // the whole tile (a bool computed once).
+  std::map<std::string, std::string> uniform_value;
+  std::function<Expr(const Expr&)> uniformly = [&](const Expr& e) -> Expr {
+    if (e.kind == ExprKind::kBinary && IsComparison(e.binary_op) &&
+        e.args[1].kind == ExprKind::kVar &&
+        uniform_value.count(e.args[1].name)) {
+      return Expr::Var(uniform_value.at(e.args[1].name), e.loc);
+    }
+    Expr out = e;
+    for (Expr& a : out.args) a = uniformly(a);
     return out;
   };
   std::function<Block(const Block&, const std::function<Expr(const Expr&)>&)>
@@ -728,6 +758,19 @@ absl::StatusOr<Emitter::HoistedBody> Emitter::HoistElementComparisons(
     for (const auto& [name, test] : all_true) {
       out.all_true += (out.all_true.empty() ? "" : " && ") + test;
     }
+  }
+  // Masks that are uniform but not all true (varlen attention's interior
+  // tile: `i < j || i >= q_len || j >= kv_len` false throughout).
+  if (uniform.size() > 1) {
+    for (const auto& [name, ends] : uniform) {
+      const std::string u = StrCat("kiln_uni", uid_++);
+      Line(StrCat("const bool ", u, " = ", ends.first, ";"));
+      vars_[u] = {u, Type::Of(DType::kBool)};
+      uniform_value[name] = u;
+      out.uniform += StrCat(out.uniform.empty() ? "" : " && ", ends.first,
+                            " == ", ends.second);
+    }
+    out.uniform_body = block(out.body, uniformly);
   }
   return out;
 }
@@ -851,25 +894,33 @@ absl::Status Emitter::EmitParallel(const ParallelStmt& p, const Loc& loc) {
         },
         reg_buf ? nullptr : row_buf, !reg_buf && row_buf && stores_memory);
   };
+  // Every element passes the masks (a whole tile inside the bounds): the
+  // body without them; else every mask is the same for the whole tile: the
+  // body with them computed once; else the body as written.
+  std::vector<std::pair<std::string, const Block*>> versions;
+  if (!hoisted->all_true.empty()) {
+    versions.push_back({hoisted->all_true, &hoisted->all_true_body});
+  }
+  if (!hoisted->uniform.empty()) {
+    versions.push_back({hoisted->uniform, &hoisted->uniform_body});
+  }
   absl::Status st;
-  if (hoisted->all_true.empty()) {
-    st = loop();
-  } else {
-    // Every element passes the masks (a whole tile inside the bounds):
-    // the body without them.
-    Line("if (" + hoisted->all_true + ")");
+  for (const auto& [test, version] : versions) {
+    Line(StrCat(&test == &versions.front().first ? "if (" : "else if (", test,
+                ")"));
     Open("");
-    body = &hoisted->all_true_body;
+    body = version;
     st = loop();
     Close();
-    if (st.ok()) {
-      Line("else");
-      Open("");
-      body = &hoisted->body;
-      st = loop();
-      Close();
-    }
+    if (!st.ok()) return st;
   }
+  if (!versions.empty()) {
+    Line("else");
+    Open("");
+  }
+  body = &hoisted->body;
+  st = loop();
+  if (!versions.empty()) Close();
   Close();
   (void)loc;
   return st;
