@@ -467,6 +467,22 @@ TEST(FragmentPlanTest, AFragmentBesideAnAccumulatorMirrorsItsRegisters) {
   EXPECT_EQ(Layout(*uniform, "Acc"), "shared (fragment)");
 }
 
+TEST(FragmentPlanTest,
+     AConstantBoxOfAnAccumulatorStoredToATensorStaysInRegisters) {
+  // TileLang's decode kernels store the valid rows of a head group smaller
+  // than the tile (`T.copy(acc_o[:valid, :], O[...])`): each thread stores
+  // its elements inside the box, and the accumulator keeps its registers.
+  const std::string box =
+      Gemm("  copy C_local -> C[by * 128:+128, bx * 128:+128]",
+           "  copy C_local[8:+40, 0:+96] -> "
+           "C[by * 128:+40, bx * 128:+96]");
+  for (const char* target : {"sm_80", "sm_90a", "gfx90a"}) {
+    auto plan = PlanOf(box, target);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    EXPECT_THAT(Layout(*plan, "C_local"), HasSubstr("accumulator")) << target;
+  }
+}
+
 // A loop over the column tiles of 4 rows, its body `body`.
 std::string ColumnLoop(const std::string& body) {
   return "kernel k(X: bf16[M, N], Y: bf16[M, N], P: i32[64])\n"

@@ -91,7 +91,7 @@ bool ReplaceFirst(std::string* text, std::string_view from,
 }
 
 bool ExceedsGfx90aSharedMemory(std::string_view kernel) {
-  return kernel == "gemm_fp8_blockscaled";
+  return kernel == "gemm_fp8_blockscaled" || kernel == "mla_decode_split";
 }
 
 std::string TestNameOf(std::string text) {

@@ -19,6 +19,9 @@ KILN_E2E_COVERS("flash_attention_varlen.tile", "flash_attention_varlen");
 KILN_E2E_COVERS("paged_decode.tile", "paged_decode_split");
 KILN_E2E_COVERS("paged_decode.tile", "paged_decode_combine");
 
+KILN_E2E_COVERS("mla_decode.tile", "mla_decode_split");
+KILN_E2E_COVERS("mla_decode.tile", "mla_decode_combine");
+
 constexpr float kSmScale = 0.3f;  // q.k has std ~3.8: a peaked softmax
 
 class AttentionE2eTest : public E2eTest {
@@ -91,6 +94,41 @@ TEST_F(AttentionE2eTest, FullWideKeyTiles) {
 // tile's rows, pages in a shuffled order, ragged lengths (one of 0, one of
 // a single token, one ending inside a page), chunks smaller and larger than
 // a page, and more splits than a short sequence has chunks.
+// A block table for sequences of `lens` tokens in pages of `page`: every
+// sequence's pages distinct and in a shuffled order among three spare ones;
+// unused entries name page 0 (never read: past the sequence's length).
+struct PagedTable {
+  PagedTable(Rng& rng, const std::vector<int64_t>& lens, int64_t page)
+      : max_pages(MaxPages(lens, page)),
+        pages(static_cast<int64_t>(lens.size()) * max_pages + 3),
+        table(lens.size() * max_pages, 0),
+        block_table(DType::kI32,
+                    {static_cast<int64_t>(lens.size()), max_pages}),
+        lens_t(DType::kI32, {static_cast<int64_t>(lens.size())}) {
+    std::vector<int64_t> order(pages);
+    for (int64_t i = 0; i < pages; ++i) order[i] = i;
+    for (int64_t i = pages - 1; i > 0; --i) {
+      std::swap(order[i], order[rng.UniformInt(0, i)]);
+    }
+    for (size_t b = 0; b < lens.size(); ++b) {
+      lens_t.Set(static_cast<int64_t>(b), static_cast<double>(lens[b]));
+      for (int64_t p = 0; p < max_pages; ++p) {
+        const int64_t i = static_cast<int64_t>(b) * max_pages + p;
+        if (p * page < lens[b]) table[i] = order[i];
+        block_table.Set(i, static_cast<double>(table[i]));
+      }
+    }
+  }
+  static int64_t MaxPages(const std::vector<int64_t>& lens, int64_t page) {
+    int64_t m = 0;
+    for (int64_t n : lens) m = std::max(m, (n + page - 1) / page);
+    return m;
+  }
+  int64_t max_pages, pages;
+  std::vector<int64_t> table;  // [batch, max_pages]
+  HostTensor block_table, lens_t;
+};
+
 struct PagedCase {
   int64_t bh, bn, page, splits, group;
 };
@@ -106,34 +144,17 @@ class PagedDecodeE2eTest : public E2eTest {
     KILN_E2E_LOAD(combine, "paged_decode.tile", "paged_decode_combine",
                   {{"BH", c.bh}});
     const std::vector<int64_t> lens = {45, 1, 0, 2 * c.page + 3};
+    PagedTable t(rng(), lens, c.page);
     PagedDecodeShape s;
     s.batch = static_cast<int64_t>(lens.size());
     s.kv_heads = 2;
     s.group = c.group;
     s.page_size = c.page;
-    s.max_pages = 0;
-    for (int64_t n : lens) {
-      s.max_pages = std::max(s.max_pages, (n + c.page - 1) / c.page);
-    }
-    const int64_t pages = s.batch * s.max_pages + 3;
-    // Every sequence's pages, distinct, in a shuffled order; unused block
-    // table entries name page 0 (never read: past the sequence's length).
-    std::vector<int64_t> order(pages);
-    for (int64_t i = 0; i < pages; ++i) order[i] = i;
-    for (int64_t i = pages - 1; i > 0; --i) {
-      std::swap(order[i], order[rng().UniformInt(0, i)]);
-    }
-    std::vector<int64_t> table(s.batch * s.max_pages, 0);
-    HostTensor bt(DType::kI32, {s.batch, s.max_pages});
-    HostTensor len_t(DType::kI32, {s.batch});
-    for (int64_t b = 0; b < s.batch; ++b) {
-      len_t.Set(b, static_cast<double>(lens[b]));
-      for (int64_t p = 0; p < s.max_pages; ++p) {
-        const int64_t i = b * s.max_pages + p;
-        if (p * c.page < lens[b]) table[i] = order[i];
-        bt.Set(i, static_cast<double>(table[i]));
-      }
-    }
+    s.max_pages = t.max_pages;
+    const int64_t pages = t.pages;
+    const std::vector<int64_t>& table = t.table;
+    HostTensor& bt = t.block_table;
+    HostTensor& len_t = t.lens_t;
     const std::vector<int64_t> qshape = {s.batch, s.kv_heads, s.group, 128};
     HostTensor q = Random(DType::kBF16, qshape, -1, 1);
     HostTensor kc =
@@ -177,6 +198,82 @@ TEST_F(PagedDecodeE2eTest, ChunksLargerThanAPageAndMoreSplitsThanChunks) {
 }
 
 TEST_F(PagedDecodeE2eTest, GroupWiderThanATile) { Run({16, 64, 64, 2, 20}); }
+
+// MLA decode (latent KV of 512 + 64 RoPE dims shared by every head, split-KV
+// then the combine): the reference is paged decode with one KV head of
+// dim 576 whose values are the cache rows with their RoPE dims zeroed (the
+// output's first 512 dims). Heads fewer than a tile (16: a TP-8 shard of
+// DeepSeek-V3's 128) and more than one (80), ragged lengths as above.
+struct MlaCase {
+  int64_t bn, stages, page, splits, heads;
+};
+
+class MlaDecodeE2eTest : public E2eTest {
+ protected:
+  void Run(const MlaCase& c) {
+    SCOPED_TRACE(::testing::Message()
+                 << "BN=" << c.bn << " STAGES=" << c.stages << " PS=" << c.page
+                 << " NS=" << c.splits << " H=" << c.heads);
+    KILN_E2E_LOAD(split, "mla_decode.tile", "mla_decode_split",
+                  {{"BN", c.bn}, {"STAGES", c.stages}});
+    KILN_E2E_LOAD(combine, "mla_decode.tile", "mla_decode_combine",
+                  {{"BH", 8}});
+    constexpr int64_t kLatent = 512, kRow = 576;
+    const std::vector<int64_t> lens = {70, 1, 0, 2 * c.page + 5};
+    PagedTable t(rng(), lens, c.page);
+    const auto batch = static_cast<int64_t>(lens.size());
+    HostTensor q = Random(DType::kBF16, {batch, c.heads, kRow}, -1, 1);
+    HostTensor kv = Random(DType::kBF16, {t.pages, c.page, kRow}, -1, 1);
+    HostTensor opart(DType::kF32, {batch, c.splits, c.heads, kLatent});
+    HostTensor lpart(DType::kF32, {batch, c.splits, c.heads});
+    HostTensor o(DType::kBF16, {batch, c.heads, kLatent});
+    // 576 products per score: a smaller scale keeps the softmax peaked
+    // about as much as the 128-dim tests' kSmScale does.
+    const float sm_scale = kSmScale * 0.5f;
+    ASSERT_TRUE(Launch()
+                    .In(q)
+                    .In(kv)
+                    .In(t.block_table)
+                    .In(t.lens_t)
+                    .Out(opart)
+                    .Out(lpart)
+                    .Scalar(ArgValue::F32(sm_scale))
+                    .Run(*split));
+    ASSERT_TRUE(Launch().In(opart).In(lpart).Out(o).Run(*combine));
+    Values values = kv.Values();
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (static_cast<int64_t>(i) % kRow >= kLatent) values[i] = 0;
+    }
+    PagedDecodeShape s;
+    s.batch = batch;
+    s.group = c.heads;
+    s.page_size = c.page;
+    s.max_pages = t.max_pages;
+    s.dim = kRow;
+    const AttentionResult full = PagedDecodeReference(
+        q.Values(), kv.Values(), values, t.table, lens, sm_scale, s);
+    AttentionResult ref;
+    for (size_t i = 0; i < full.out.size(); ++i) {
+      if (static_cast<int64_t>(i) % kRow >= kLatent) continue;
+      ref.out.push_back(full.out[i]);
+      ref.out_abs.push_back(full.out_abs[i]);
+    }
+    EXPECT_TRUE(AllClose(
+        o, ref.out,
+        WithIntermediate(OutputTolerance(DType::kBF16, lens[3] + c.splits),
+                         DType::kBF16, ref.out_abs)));
+  }
+};
+
+TEST_F(MlaDecodeE2eTest, OneSplitPagesOfOneChunk) { Run({32, 2, 32, 1, 16}); }
+
+TEST_F(MlaDecodeE2eTest, SplitsChunksSmallerThanAPageTwoHeadTiles) {
+  Run({32, 1, 64, 3, 80});
+}
+
+TEST_F(MlaDecodeE2eTest, ChunksLargerThanAPageMoreSplitsThanChunks) {
+  Run({64, 1, 16, 6, 16});
+}
 
 // Packed variable-length causal GQA prefill: sequences of equal query and
 // key lengths, one with a cached prefix (more keys than queries: chunked

@@ -238,6 +238,41 @@ def test_paged_decode_split_kv(page, block_n, splits):
     assert not out[2].any()
 
 
+@pytest.mark.parametrize("heads,splits,block_n,stages", [(128, 1, 64, 1),
+                                                         (16, 4, 32, 2)])
+def test_mla_decode_paged_on_cuda(heads, splits, block_n, stages):
+    # TileLang's paged MLA decode as written (one latent KV of 512 + 64
+    # dims shared by every head, T.If on the first chunk, split-KV then
+    # the combine), ragged lengths, against f32 torch per sequence.
+    page, d, dpe = 64, 512, 64
+    lens = [1000, 1, 0, 777]
+    batch = len(lens)
+    max_pages = -(-1000 // page)
+    pages = batch * max_pages + 3
+    table = torch.randperm(pages, device="cuda", generator=gen)[
+        :batch * max_pages].view(batch, max_pages).to(torch.int32)
+    q = randn(batch, heads, d, dtype=torch.bfloat16)
+    q_pe = randn(batch, heads, dpe, dtype=torch.bfloat16)
+    kv = randn(pages * page, 1, d, dtype=torch.bfloat16)
+    k_pe = randn(pages * page, 1, dpe, dtype=torch.bfloat16)
+    kernel = kernels.mla_decode_paged(
+        batch, heads, max_pages * page, d, dpe, page, pages, block_N=block_n,
+        num_split=splits, num_stages=stages)
+    out = kernel(q, q_pe, kv, k_pe, table,
+                 torch.tensor(lens, dtype=torch.int32, device="cuda"))
+    torch.cuda.synchronize()
+    for b, n in enumerate(lens):
+        if n == 0:
+            assert not out[b].any()
+            continue
+        t = torch.arange(n, device="cuda")
+        rows = table[b, t // page].long() * page + t % page
+        c, r = kv[rows, 0].float(), k_pe[rows, 0].float()
+        s = (q[b].float() @ c.T + q_pe[b].float() @ r.T) / (d + dpe) ** 0.5
+        want = torch.softmax(s, dim=-1) @ c
+        assert (out[b].float() - want).abs().max().item() < 2e-2, b
+
+
 def test_element_atomic_add_on_cuda():
     # Element-wise T.atomic_add into repeated rows (an embedding gradient).
     rows, dim, tokens = 50, 256, 5000

@@ -36,6 +36,10 @@ def cases():
         "flashattn_varlen": lambda: kernels.flashattn_varlen(
             8, 4, 16384, 16384, 32, 128, True, block_M=128, block_N=128,
             num_stages=2, threads=256, dtype="bfloat16"),
+        # DeepSeek MLA decode over a paged latent cache as TileLang's paged
+        # MLA example writes it (bench/gpu/mla.py times it).
+        "mla_decode_paged": lambda: kernels.mla_decode_paged(
+            8, 128, 8192, 512, 64, 64, 1024, num_split=4),
         "flash_attention_fwd_tunables":
             lambda: kernels.tuned_flashattn()(1, 4, 256, 64, False),
     }

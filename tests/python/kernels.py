@@ -633,3 +633,141 @@ def flashattn_varlen(batch, groups, total_q, total_kv, heads, dim, is_causal,
                         O_shared[i, d]
 
     return main
+
+
+@kiln.jit(out_idx=[-1])
+def mla_decode_paged(batch, h_q, max_seqlen_pad, d, dpe, block_size,
+                     num_pages, block_N=64, block_H=64, num_split=1,
+                     num_stages=2, dtype="bfloat16", accum_dtype="float"):
+    """DeepSeek MLA decode over a paged latent cache as TileLang's paged
+    MLA example writes it: one latent KV head shared by every query head,
+    the cache flattened to tokens ([pages * block_size, 1, d] latent values
+    and [.., 1, dpe] RoPE keys), a token's row found through the block
+    table; the chunks walked last first so the one partial chunk is the
+    first iteration, masked under `with T.If(kr == 0), T.Then():`; split-KV
+    partials in T.alloc_global tensors, then the combine kernel."""
+    scale = (1.0 / (d + dpe)) ** 0.5 * 1.44269504  # log2(e)
+    VALID_BLOCK_H = min(block_H, h_q)
+    assert block_size % block_N == 0, "block_N must divide the page size"
+    tokens = num_pages * block_size
+
+    @T.macro
+    def split_kv(Q, Q_pe, KV, K_pe, BLOCK_TABLE, CACHE_SEQLENS, glse,
+                 Output_partial):
+        with T.Kernel(batch, h_q // VALID_BLOCK_H, num_split,
+                      threads=256) as (bx, by, bz):
+            Q_shared = T.alloc_shared([block_H, d], dtype)
+            Q_pe_shared = T.alloc_shared([block_H, dpe], dtype)
+            KV_shared = T.alloc_shared([block_N, d], dtype)
+            K_pe_shared = T.alloc_shared([block_N, dpe], dtype)
+            acc_s = T.alloc_fragment([block_H, block_N], accum_dtype)
+            acc_s_cast = T.alloc_fragment([block_H, block_N], dtype)
+            acc_o = T.alloc_fragment([block_H, d], accum_dtype)
+            scores_max = T.alloc_fragment([block_H], accum_dtype)
+            scores_max_prev = T.alloc_fragment([block_H], accum_dtype)
+            scores_scale = T.alloc_fragment([block_H], accum_dtype)
+            scores_sum = T.alloc_fragment([block_H], accum_dtype)
+            logsum = T.alloc_fragment([block_H], accum_dtype)
+
+            T.copy(Q[bx, by * VALID_BLOCK_H:(by + 1) * VALID_BLOCK_H, :],
+                   Q_shared)
+            T.copy(Q_pe[bx, by * VALID_BLOCK_H:(by + 1) * VALID_BLOCK_H, :],
+                   Q_pe_shared)
+            T.fill(acc_o, 0)
+            T.fill(logsum, 0)
+            T.fill(scores_max, -T.infinity(accum_dtype))
+
+            seqlen = CACHE_SEQLENS[bx]
+            total = T.ceildiv(seqlen, block_N)
+            per = T.ceildiv(total, num_split)
+            lo = T.min(bz * per, total)
+            hi = T.min(lo + per, total)
+            for kr in T.Pipelined(hi - lo, num_stages=num_stages):
+                k = hi - 1 - kr
+                kv_start = BLOCK_TABLE[bx, (k * block_N) // block_size] * \
+                    block_size + (k * block_N) % block_size
+                T.copy(KV[kv_start:kv_start + block_N, 0, :], KV_shared)
+                T.copy(K_pe[kv_start:kv_start + block_N, 0, :], K_pe_shared)
+                T.clear(acc_s)
+                T.gemm(Q_shared, KV_shared, acc_s, transpose_B=True,
+                       policy=T.GemmWarpPolicy.FullCol)
+                T.gemm(Q_pe_shared, K_pe_shared, acc_s, transpose_B=True,
+                       policy=T.GemmWarpPolicy.FullCol)
+                T.copy(scores_max, scores_max_prev)
+                T.fill(scores_max, -T.infinity(accum_dtype))
+                with T.If(kr == 0), T.Then():
+                    for i, j in T.Parallel(block_H, block_N):
+                        acc_s[i, j] = T.if_then_else(
+                            k * block_N + j >= seqlen,
+                            -T.infinity(accum_dtype), acc_s[i, j])
+                T.reduce_max(acc_s, scores_max, dim=1, clear=False)
+                for i in T.Parallel(block_H):
+                    scores_max[i] = T.max(scores_max[i], scores_max_prev[i])
+                for i in T.Parallel(block_H):
+                    scores_scale[i] = T.exp2(scores_max_prev[i] * scale -
+                                             scores_max[i] * scale)
+                for i, j in T.Parallel(block_H, block_N):
+                    acc_s[i, j] = T.exp2(acc_s[i, j] * scale -
+                                         scores_max[i] * scale)
+                T.reduce_sum(acc_s, scores_sum, dim=1)
+                T.copy(acc_s, acc_s_cast)
+                for i in T.Parallel(block_H):
+                    logsum[i] = logsum[i] * scores_scale[i] + scores_sum[i]
+                for i, j in T.Parallel(block_H, d):
+                    acc_o[i, j] *= scores_scale[i]
+                T.gemm(acc_s_cast, KV_shared, acc_o,
+                       policy=T.GemmWarpPolicy.FullCol)
+            # An empty split (a short sequence) has no weight in the combine.
+            for i, j in T.Parallel(block_H, d):
+                acc_o[i, j] = T.if_then_else(logsum[i] > 0,
+                                             acc_o[i, j] / logsum[i], 0)
+            for i in T.Parallel(block_H):
+                logsum[i] = T.if_then_else(
+                    logsum[i] > 0, T.log2(logsum[i]) + scores_max[i] * scale,
+                    -T.infinity(accum_dtype))
+            T.copy(logsum, glse[bx, by * VALID_BLOCK_H:
+                                (by + 1) * VALID_BLOCK_H, bz])
+            T.copy(acc_o, Output_partial[bx, by * VALID_BLOCK_H:
+                                         (by + 1) * VALID_BLOCK_H, bz, :])
+
+    @T.macro
+    def combine(glse, Output_partial, Output):
+        with T.Kernel(h_q, batch, threads=128) as (by, bz):
+            o_accum = T.alloc_fragment([d], accum_dtype)
+            lse_max = T.alloc_var(accum_dtype)
+            lse_logsum = T.alloc_var(accum_dtype)
+            lse_max = -T.infinity(accum_dtype)
+            lse_logsum = 0
+            T.clear(o_accum)
+            for k in T.serial(num_split):
+                lse_max = T.max(lse_max, glse[bz, by, k])
+            for k in T.serial(num_split):
+                lse_logsum += T.if_then_else(
+                    glse[bz, by, k] == -T.infinity(accum_dtype), 0,
+                    T.exp2(glse[bz, by, k] - lse_max))
+            for k in T.serial(num_split):
+                w = T.if_then_else(
+                    glse[bz, by, k] == -T.infinity(accum_dtype), 0,
+                    T.exp2(glse[bz, by, k] - lse_max) / lse_logsum)
+                for i in T.Parallel(d):
+                    o_accum[i] += Output_partial[bz, by, k, i] * w
+            for i in T.Parallel(d):
+                Output[bz, by, i] = o_accum[i]
+
+    @T.prim_func
+    def main(Q: T.Tensor([batch, h_q, d], dtype),
+             Q_pe: T.Tensor([batch, h_q, dpe], dtype),
+             KV: T.Tensor([tokens, 1, d], dtype),
+             K_pe: T.Tensor([tokens, 1, dpe], dtype),
+             block_table: T.Tensor([batch, max_seqlen_pad // block_size],
+                                   "int32"),
+             cache_seqlens: T.Tensor([batch], "int32"),
+             Output: T.Tensor([batch, h_q, d], dtype)):
+        glse = T.alloc_global([batch, h_q, num_split], accum_dtype)
+        Output_partial = T.alloc_global([batch, h_q, num_split, d],
+                                        accum_dtype)
+        split_kv(Q, Q_pe, KV, K_pe, block_table, cache_seqlens, glse,
+                 Output_partial)
+        combine(glse, Output_partial, Output)
+
+    return main

@@ -170,3 +170,54 @@ def test_copy_between_unequal_extents_copies_the_common_box(rng):
     row = np.arange(10) % 5
     np.testing.assert_allclose(kernel(q), 2 * q + row[None, :, None],
                                rtol=1e-6)
+
+
+@kiln.jit(out_idx=[-1])
+def tvm_if_kernel(block=64):
+    # TVM script's conditionals as TileLang kernels write them: the
+    # one-line `with T.If(c), T.Then():` and the nested Then / Else form.
+    @T.prim_func
+    def main(X: T.Tensor((N,), "float32"), Y: T.Tensor((N,), "float32")):
+        with T.Kernel(T.ceildiv(N, block), threads=64) as bx:
+            x = T.alloc_fragment((block,), "float32")
+            T.copy(X[bx * block], x)
+            with T.If(bx == 0), T.Then():
+                for i in T.Parallel(block):
+                    x[i] = -x[i]
+            with T.If(bx % 2 == 1):
+                with T.Then():
+                    for i in T.Parallel(block):
+                        x[i] = x[i] * 10
+                with T.Else():
+                    for i in T.Parallel(block):
+                        x[i] = x[i] + 1
+            T.copy(x, Y[bx * block])
+    return main
+
+
+def test_tvm_script_if_then_else(rng):
+    k = tvm_if_kernel()
+    assert "if bx == 0 {" in k.ir and "} else {" in k.ir
+    x = rng.standard_normal(200).astype(np.float32)
+    block = np.arange(200) // 64
+    want = np.where(block == 0, -x, x)
+    want = np.where(block % 2 == 1, want * 10, want + 1)
+    np.testing.assert_allclose(k(x), want, rtol=1e-6)
+
+
+def test_misplaced_tvm_script_branches_are_refused():
+    with pytest.raises(kiln.KilnSourceError, match="belong directly inside"):
+        @T.prim_func
+        def lone_else(X: T.Tensor((N,), "float32")):
+            with T.Kernel(1, threads=32) as bx:
+                with T.Else():
+                    X[0] = 1.0
+        lone_else.ir
+    with pytest.raises(kiln.KilnSourceError, match="one `with T.Then"):
+        @T.prim_func
+        def else_first(X: T.Tensor((N,), "float32")):
+            with T.Kernel(1, threads=32) as bx:
+                with T.If(bx == 0):
+                    with T.Else():
+                        X[0] = 1.0
+        else_first.ir

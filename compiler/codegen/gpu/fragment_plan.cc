@@ -355,6 +355,27 @@ std::set<std::string> AddMirrors(const Kernel& k, FragmentPlan* plan) {
 
 }  // namespace
 
+std::optional<FragmentBox> RegisterBox(const Region& r, int64_t m, int64_t n) {
+  FragmentBox box{{0, 0}, {m, n}};
+  if (!r.has_slices) return box;
+  if (r.slices.size() != 2) return std::nullopt;
+  const int64_t dims[2] = {m, n};
+  for (size_t d = 0; d < 2; ++d) {
+    const Slice& sl = r.slices[d];
+    if (sl.kind == Slice::Kind::kFull) continue;
+    if (sl.kind != Slice::Kind::kRange) return std::nullopt;
+    const auto start = FoldInt(sl.start);
+    const auto extent = FoldInt(sl.extent);
+    if (!start || !extent || *start < 0 || *extent < 1 ||
+        *start + *extent > dims[d]) {
+      return std::nullopt;
+    }
+    box.start[d] = *start;
+    box.extent[d] = *extent;
+  }
+  return box;
+}
+
 bool WarpgroupFits(int64_t m, int64_t n, int64_t k, int64_t threads,
                    const TileInfo& a, const TileInfo& b) {
   auto operand = [](const TileInfo& t) {
@@ -584,7 +605,24 @@ FragmentPlan PlanFragments(const Kernel& k, int64_t threads,
             using T = std::decay_t<decltype(n)>;
             if constexpr (std::is_same_v<T, CopyStmt>) {
               bool rs = is_reg(n.src.name), rd = is_reg(n.dst.name);
-              if (rs && (!Whole(n.src) || rd)) drop.insert(n.src.name);
+              // A constant box of a register fragment stored to a tensor
+              // (TileLang's `T.copy(acc_o[:valid, :], O[...])`, the rows of
+              // a head group smaller than the tile) stays in registers: each
+              // thread stores its elements inside the box.
+              auto free_dims = [](const Region& r) {
+                size_t count = 0;
+                for (const Slice& sl : r.slices) {
+                  count += sl.kind != Slice::Kind::kIndex;
+                }
+                return count;
+              };
+              const bool box_to_tensor =
+                  rs && !tile(n.dst.name) && n.dst.has_slices &&
+                  free_dims(n.dst) == 2 &&
+                  RegisterBox(n.src, cand.at(n.src.name)).has_value();
+              if (rs && ((!Whole(n.src) && !box_to_tensor) || rd)) {
+                drop.insert(n.src.name);
+              }
               if (rd && (!Whole(n.dst) || rs)) drop.insert(n.dst.name);
             } else if constexpr (std::is_same_v<T, FillStmt>) {
               if (is_reg(n.dst.name) && !Whole(n.dst)) drop.insert(n.dst.name);

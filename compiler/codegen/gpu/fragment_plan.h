@@ -48,6 +48,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -105,6 +106,18 @@ struct RegisterFragment {
            warps_n == o.warps_n && warpgroup == o.warpgroup;
   }
 };
+
+// The constant box [start, start + extent) per dim that a region of a
+// two-dim register fragment of `m` x `n` names (every dim ranged or full,
+// starts and extents constants, inside the fragment); nullopt otherwise.
+struct FragmentBox {
+  int64_t start[2], extent[2];
+};
+std::optional<FragmentBox> RegisterBox(const Region& r, int64_t m, int64_t n);
+inline std::optional<FragmentBox> RegisterBox(const Region& r,
+                                              const RegisterFragment& f) {
+  return RegisterBox(r, f.m, f.n);
+}
 
 // A 1-D fragment indexed by the rows of register accumulators: each thread
 // holds the rows it owns in the accumulator layout (kiln::RowLayout), the

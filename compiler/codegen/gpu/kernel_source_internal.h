@@ -266,6 +266,8 @@ class Emitter {
   // whose innermost dim is contiguous and carries the fragment's columns.
   bool OwnedChunks(const Access& x, const Buf& owned) const;
   // The statement copying one element (guarded at tensor edges).
+  absl::Status EmitRegisterBoxStore(const Access& src, const Access& dst,
+                                    const FragmentBox& box);
   absl::Status CopyElement(const Access& src, const Access& dst,
                            const std::vector<Expr>& si,
                            const std::vector<Expr>& di);

@@ -29,6 +29,14 @@ absl::Status Emitter::EmitCopy(const CopyStmt& c, const Stmt& at) {
                                            full_->copies.end(), &at) > 0;
     return EmitOwnedCopy(*src, *dst, whole);
   }
+  if (src->buf->reg && dst->buf->tensor && src->buf->packed_from.empty()) {
+    const auto box = RegisterBox(c.src, *src->buf->reg);
+    if (box && (box->start[0] != 0 || box->start[1] != 0 ||
+                box->extent[0] != src->buf->reg->m ||
+                box->extent[1] != src->buf->reg->n)) {
+      return EmitRegisterBoxStore(*src, *dst, *box);
+    }
+  }
   if (TryFastCopy(*src, *dst, &at, "", true, &st)) return st;
   const RegisterFragment* reg = src->buf->reg ? src->buf->reg : dst->buf->reg;
   const std::string layout = src->buf->reg ? src->buf->layout
@@ -57,6 +65,52 @@ absl::Status Emitter::EmitCopy(const CopyStmt& c, const Stmt& at) {
                            dst->Indices(ivs, !dst->buf->reg));
       },
       row, lane0);
+  Close();
+  return st;
+}
+
+// A constant box of a register fragment stored to a tensor: every thread
+// walks its own elements and stores those inside the box, at the tensor
+// region's start plus the element's offset in the box (the tensor's two
+// free dims in order, unit ones included).
+absl::Status Emitter::EmitRegisterBoxStore(const Access& src, const Access& dst,
+                                           const FragmentBox& box) {
+  const RegisterFragment& f = *src.buf->reg;
+  if (dst.LoopDims(false).size() != 2) {
+    return absl::InternalError("a register box stored to a tensor region of " +
+                               std::to_string(dst.LoopDims(false).size()) +
+                               " free dims");
+  }
+  const int64_t dims[2] = {f.m, f.n};
+  Open("");
+  absl::Status st = ForElements(
+      {Expr::Int(box.extent[0]), Expr::Int(box.extent[1])}, &f, src.buf->layout,
+      [&](const std::vector<Expr>& ivs) {
+        Expr in_box = Expr::Bool(true);
+        std::vector<Expr> rel;
+        for (size_t d = 0; d < 2; ++d) {
+          const int64_t lo = box.start[d], hi = lo + box.extent[d];
+          if (lo > 0) {
+            in_box = RegionSlices::AndTrue(
+                std::move(in_box),
+                Expr::Binary(BinaryOp::kLe, Expr::Int(lo), ivs[d]));
+          }
+          if (hi < dims[d]) {
+            in_box = RegionSlices::AndTrue(
+                std::move(in_box),
+                Expr::Binary(BinaryOp::kLt, ivs[d], Expr::Int(hi)));
+          }
+          rel.push_back(
+              lo > 0 ? Expr::Binary(BinaryOp::kSub, ivs[d], Expr::Int(lo))
+                     : ivs[d]);
+        }
+        const std::vector<Expr> di = dst.Indices(rel, false);
+        Stmt store = Guarded(dst.Guard(di),
+                             StoreOf(dst.name, di, Expr::Load(src.name, ivs)),
+                             std::nullopt);
+        return EmitStmt(
+            Guarded(std::move(in_box), std::move(store), std::nullopt), true);
+      });
   Close();
   return st;
 }

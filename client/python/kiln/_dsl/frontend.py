@@ -28,7 +28,8 @@ from kiln._dsl import tileops
 from kiln._dsl.dtypes import DType, to_ir
 from kiln._dsl.names import NameTable
 from kiln.errors import KilnSourceError
-from kiln.language import KernelLaunch, LoopSpec, TensorType
+from kiln.language import (ElseFrame, IfFrame, KernelLaunch, LoopSpec,
+                           TensorType, ThenFrame)
 
 _BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/",
            ast.FloorDiv: "//", ast.Mod: "%", ast.LShift: "<<",
@@ -557,9 +558,51 @@ class _Translator:
         if not self.in_kernel:
             self._kernel(node)
             return
+        frames = [self.ev(item.context_expr) for item in node.items]
+        if frames and isinstance(frames[0], IfFrame):
+            self._tvm_if(node, frames)
+            return
+        if frames and isinstance(frames[0], (ThenFrame, ElseFrame)):
+            raise self.error("T.Then() and T.Else() belong directly inside "
+                             "`with T.If(cond):` (or `with T.If(cond), "
+                             "T.Then():`)")
         raise self.error("`with` inside a kernel is not supported (a "
                          "`with T.Kernel(...)` block makes a kernel; blocks "
                          "do not nest)")
+
+    def _tvm_if(self, node: ast.With, frames: List[Any]) -> None:
+        """TVM script's conditional: ``with T.If(c), T.Then(): body`` or
+        ``with T.If(c):`` holding a ``with T.Then():`` block and an optional
+        ``with T.Else():`` block. Lowered as ``if c: ... else: ...``."""
+        cond = frames[0].cond
+        if len(frames) == 2 and isinstance(frames[1], ThenFrame):
+            then_body, else_body = node.body, []
+        elif len(frames) == 1:
+            parts = []
+            for s in node.body:
+                kind = None
+                if isinstance(s, ast.With) and len(s.items) == 1:
+                    kind = self.ev(s.items[0].context_expr)
+                if not isinstance(kind, (ThenFrame, ElseFrame)):
+                    raise self._locate(KilnSourceError(
+                        "a `with T.If(cond):` block holds `with T.Then():` "
+                        "and then optionally `with T.Else():`, nothing "
+                        "else"), s)
+                parts.append((kind, s.body))
+            if not parts or not isinstance(parts[0][0], ThenFrame) or \
+                    len(parts) > 2 or \
+                    (len(parts) == 2 and not isinstance(parts[1][0],
+                                                        ElseFrame)):
+                raise self.error("`with T.If(cond):` needs one `with "
+                                 "T.Then():` block, then at most one `with "
+                                 "T.Else():` block")
+            then_body = parts[0][1]
+            else_body = parts[1][1] if len(parts) == 2 else []
+        else:
+            raise self.error("write `with T.If(cond), T.Then():` or `with "
+                             "T.If(cond):` holding T.Then() / T.Else() "
+                             "blocks")
+        self._branch(cond, then_body, else_body)
 
     def alloc_global(self, py_name: str, shape: Tuple[Any, ...],
                      dtype: str) -> None:
@@ -733,13 +776,15 @@ class _Translator:
         self.emit(f"{self.r(target)} {op} {self.r(value)}")
 
     def stmt_If(self, node: ast.If) -> None:
-        cond = self.ev(node.test)
+        self._branch(self.ev(node.test), node.body, node.orelse)
+
+    def _branch(self, cond: Any, body: List[ast.stmt],
+                orelse: List[ast.stmt]) -> None:
         if not _is_kernel_value(cond):
-            self._static_block(node.body if cond else node.orelse)
+            self._static_block(body if cond else orelse)
             return
         self.emit(f"if {self._cond(cond)} {{")
-        self.block(node.body)
-        orelse = node.orelse
+        self.block(body)
         while orelse:
             if len(orelse) == 1 and isinstance(orelse[0], ast.If):
                 saved = self.node

@@ -138,6 +138,37 @@ const = _eager_only("const")
 empty = _eager_only("empty")
 
 
+# --- TVM-script conditionals ----------------------------------------------
+
+class IfFrame:
+    """``T.If(cond)``: TVM script's spelling of ``if cond:`` that TileLang
+    kernels use as ``with T.If(c), T.Then(): ...`` or ``with T.If(c):``
+    holding ``with T.Then():`` and ``with T.Else():`` blocks."""
+
+    def __init__(self, cond: Any):
+        self.cond = cond
+
+
+class ThenFrame:
+    """``T.Then()``: the branch of the ``T.If`` it follows."""
+
+
+class ElseFrame:
+    """``T.Else()``: the other branch of the enclosing ``T.If``."""
+
+
+def If(cond: Any) -> IfFrame:  # noqa: N802 (TileLang's name)
+    return IfFrame(cond)
+
+
+def Then() -> ThenFrame:  # noqa: N802
+    return ThenFrame()
+
+
+def Else() -> ElseFrame:  # noqa: N802
+    return ElseFrame()
+
+
 # --- launch and loops -----------------------------------------------------
 
 class KernelLaunch:
