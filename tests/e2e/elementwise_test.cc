@@ -2,7 +2,7 @@
 // on the CPU: adam_step, the two int4 dequantisers, dropout,
 // elementwise_broadcast (column-major input), the three quantisers,
 // stencil_blur, transpose, topk and the paged KV-cache write (element stores
-// into tensors at data-dependent indices).
+// into tensors at data-dependent indices), plain and with RoPE fused.
 #include <cmath>
 #include <cstdlib>
 
@@ -22,6 +22,7 @@ KILN_E2E_COVERS("dequant_int4.tile", "unpack_i4_bytes");
 KILN_E2E_COVERS("dropout.tile", "dropout");
 KILN_E2E_COVERS("elementwise_broadcast.tile", "elementwise_broadcast");
 KILN_E2E_COVERS("kv_cache_write.tile", "kv_cache_write");
+KILN_E2E_COVERS("kv_cache_write.tile", "rope_kv_cache_write");
 KILN_E2E_COVERS("quantize.tile", "quantize_fp8_e4m3");
 KILN_E2E_COVERS("quantize.tile", "quantize_fp8_e5m2");
 KILN_E2E_COVERS("quantize.tile", "quantize_q15");
@@ -220,6 +221,20 @@ class ElementwiseE2eTest : public E2eTest {
   }
 };
 
+// Distinct slots for `t` tokens in a cache of `slots` slots, every fourth
+// token padding (-1) (a partial Fisher-Yates shuffle).
+HostTensor DistinctSlots(Rng& rng, int64_t t, int64_t slots) {
+  std::vector<int64_t> free_slots(slots);
+  for (int64_t i = 0; i < slots; ++i) free_slots[i] = i;
+  HostTensor out(DType::kI32, {t});
+  for (int64_t i = 0; i < t; ++i) {
+    const int64_t j = rng.UniformInt(i, slots - 1);
+    std::swap(free_slots[i], free_slots[j]);
+    out.Set(i, i % 4 == 3 ? -1 : static_cast<double>(free_slots[i]));
+  }
+  return out;
+}
+
 // Tokens scattered into a paged cache by slot: distinct slots, every fourth
 // token padding (-1), a ragged last block of tokens; every cache element not
 // named by a slot keeps its value, and nothing outside the caches is
@@ -232,15 +247,7 @@ TEST_F(ElementwiseE2eTest, KvCacheWriteScattersTokensIntoTheirSlots) {
     const int64_t t = 37, h = 2, pages = 5, page = 16, d = 128;
     HostTensor k = Random(DType::kBF16, {t, h, d}, -1, 1);
     HostTensor v = Random(DType::kBF16, {t, h, d}, -1, 1);
-    std::vector<int64_t> free_slots(pages * page);
-    for (int64_t i = 0; i < pages * page; ++i) free_slots[i] = i;
-    HostTensor slots(DType::kI32, {t});
-    for (int64_t i = 0; i < t; ++i) {
-      // (A partial Fisher-Yates shuffle: distinct slots.)
-      const int64_t j = rng().UniformInt(i, pages * page - 1);
-      std::swap(free_slots[i], free_slots[j]);
-      slots.Set(i, i % 4 == 3 ? -1 : static_cast<double>(free_slots[i]));
-    }
+    HostTensor slots = DistinctSlots(rng(), t, pages * page);
     HostTensor kc = Random(DType::kBF16, {pages, page, h, d}, -1, 1);
     HostTensor vc = Random(DType::kBF16, {pages, page, h, d}, -1, 1);
     std::vector<double> kref = kc.Values(), vref = vc.Values();
@@ -256,6 +263,87 @@ TEST_F(ElementwiseE2eTest, KvCacheWriteScattersTokensIntoTheirSlots) {
     ASSERT_TRUE(
         Launch().In(k).In(v).In(slots).InOut(kc).InOut(vc).Run(*kernel));
     EXPECT_TRUE(AllClose(kc, kref, Exact()));
+    EXPECT_TRUE(AllClose(vc, vref, Exact()));
+  }
+}
+
+// RoPE (rotate-half) fused with the cache write: the query heads rotated
+// into QOut, the rotated keys and the values scattered by slot; a ragged
+// last block of tokens, an odd group size, padding tokens, and positions
+// outside the cos/sin table (-1 and MAXPOS), whose rotation reads zeros.
+// Every cache element no slot names keeps its value.
+TEST_F(ElementwiseE2eTest, RopeKvCacheWriteRotatesAndScatters) {
+  for (int64_t bt : {16, 32}) {
+    SCOPED_TRACE(::testing::Message() << "BT=" << bt);
+    KILN_E2E_LOAD(kernel, "kv_cache_write.tile", "rope_kv_cache_write",
+                  {{"BT", bt}});
+    const int64_t t = 37, h = 2, g = 3, pages = 5, page = 16, d = 128,
+                  half = 64, maxpos = 100;
+    HostTensor q = Random(DType::kBF16, {t, h, g, d}, -1, 1);
+    HostTensor k = Random(DType::kBF16, {t, h, d}, -1, 1);
+    HostTensor v = Random(DType::kBF16, {t, h, d}, -1, 1);
+    HostTensor pos(DType::kI32, {t});
+    for (int64_t i = 0; i < t; ++i) {
+      pos.Set(i, static_cast<double>(rng().UniformInt(0, maxpos - 1)));
+    }
+    pos.Set(5, -1);
+    pos.Set(6, static_cast<double>(maxpos));
+    HostTensor cos_sin(DType::kF32, {maxpos, d});
+    for (int64_t p = 0; p < maxpos; ++p) {
+      for (int64_t j = 0; j < half; ++j) {
+        const double angle =
+            static_cast<double>(p) * std::pow(10000.0, -2.0 * j / d);
+        cos_sin.Set(p * d + j, std::cos(angle));
+        cos_sin.Set(p * d + half + j, std::sin(angle));
+      }
+    }
+    HostTensor slots = DistinctSlots(rng(), t, pages * page);
+    HostTensor kc = Random(DType::kBF16, {pages, page, h, d}, -1, 1);
+    HostTensor vc = Random(DType::kBF16, {pages, page, h, d}, -1, 1);
+    HostTensor q_out(DType::kBF16, {t, h, g, d});
+    const std::vector<double> qv = q.Values(), kv = k.Values(), vv = v.Values(),
+                              cs = cos_sin.Values();
+    // Rotates the head at x[base .. base + d) for token i into out.
+    auto rotate = [&](const std::vector<double>& x, int64_t base, int64_t i,
+                      std::vector<double>& out, int64_t out_base) {
+      const int64_t p = static_cast<int64_t>(pos.Get(i));
+      const bool in_table = p >= 0 && p < maxpos;
+      for (int64_t j = 0; j < half; ++j) {
+        const double c = in_table ? cs[p * d + j] : 0;
+        const double sn = in_table ? cs[p * d + half + j] : 0;
+        const double x1 = x[base + j], x2 = x[base + half + j];
+        out[out_base + j] = x1 * c - x2 * sn;
+        out[out_base + half + j] = x2 * c + x1 * sn;
+      }
+    };
+    std::vector<double> qref(t * h * g * d);
+    std::vector<double> kref = kc.Values(), vref = vc.Values();
+    for (int64_t i = 0; i < t; ++i) {
+      for (int64_t e = 0; e < h * g; ++e) {
+        rotate(qv, (i * h * g + e) * d, i, qref, (i * h * g + e) * d);
+      }
+      const int64_t slot = static_cast<int64_t>(slots.Get(i));
+      if (slot < 0) continue;
+      for (int64_t e = 0; e < h; ++e) {
+        rotate(kv, (i * h + e) * d, i, kref, (slot * h + e) * d);
+        for (int64_t j = 0; j < d; ++j) {
+          vref[(slot * h + e) * d + j] = vv[(i * h + e) * d + j];
+        }
+      }
+    }
+    ASSERT_TRUE(Launch()
+                    .In(q)
+                    .In(k)
+                    .In(v)
+                    .In(pos)
+                    .In(cos_sin)
+                    .In(slots)
+                    .Out(q_out)
+                    .InOut(kc)
+                    .InOut(vc)
+                    .Run(*kernel));
+    EXPECT_TRUE(AllClose(q_out, qref, OutputTolerance(DType::kBF16, 2)));
+    EXPECT_TRUE(AllClose(kc, kref, OutputTolerance(DType::kBF16, 2)));
     EXPECT_TRUE(AllClose(vc, vref, Exact()));
   }
 }

@@ -591,6 +591,27 @@ std::vector<Case> Cases() {
     varlen.label = bm == 64 ? "bm64" : "bm128 persistent";
     c.push_back(varlen);
   }
+  // The paged KV-cache write, plain and with RoPE: distinct slots (29 is
+  // coprime to the 80 slots) with every fourth token padding, a ragged
+  // last block, positions one past each end of the cos/sin table.
+  std::vector<double> slots;
+  for (int64_t i = 0; i < 37; ++i) {
+    slots.push_back(i % 4 == 3 ? -1 : static_cast<double>(i * 29 % 80));
+  }
+  Case kv_write{"kv_cache_write.tile",
+                "kv_cache_write",
+                {{"BT", 16}},
+                {{"T", 37}, {"H", 2}, {"P", 5}, {"S", 16}}};
+  kv_write.values = {{"Slots", slots}};
+  c.push_back(kv_write);
+  Case rope_write{
+      "kv_cache_write.tile",
+      "rope_kv_cache_write",
+      {{"BT", 32}},
+      {{"T", 37}, {"H", 2}, {"G", 3}, {"MAXPOS", 50}, {"P", 5}, {"S", 16}}};
+  rope_write.ranges = {{"Positions", {-1, 50}}};
+  rope_write.values = {{"Slots", slots}};
+  c.push_back(rope_write);
   // FP8 in 128 x 192 tiles: each warpgroup's whole 64 x 192 product (96
   // registers, written by its first wgmma without zeroing) beside the
   // accumulator; 11 column tiles, the last 136 columns wide, in pairs.

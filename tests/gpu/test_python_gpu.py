@@ -416,3 +416,57 @@ def test_varlen_gqa_prefill_on_cuda(causal):
             is_causal=causal).transpose(0, 1)
         torch.testing.assert_close(out[rows].float(), want, atol=2e-2,
                                    rtol=2e-2)
+
+
+@pytest.mark.parametrize("is_neox,rotary_dim,index_dtype", [
+    (True, None, torch.int32), (False, 64, torch.int64)])
+def test_rope_kv_cache_write_on_cuda(is_neox, rotary_dim, index_dtype):
+    # RoPE fused with the paged cache write (tests/python/kernels.py),
+    # against torch: Llama's rotate-half with int32 indices, and GPT-J's
+    # interleaved partial rotation with vLLM's int64 positions and slots.
+    tokens, heads, kv_heads, dim, page, pages, max_pos = 301, 8, 2, 128, \
+        16, 25, 4096
+    rot = rotary_dim or dim
+    q = randn(tokens, heads, dim, dtype=torch.bfloat16)
+    k = randn(tokens, kv_heads, dim, dtype=torch.bfloat16)
+    v = randn(tokens, kv_heads, dim, dtype=torch.bfloat16)
+    pos = torch.randint(0, max_pos, (tokens,), device="cuda", generator=gen)
+    freqs = 10000.0 ** (-torch.arange(0, rot, 2, device="cuda") / rot)
+    angles = torch.arange(max_pos, device="cuda")[:, None] * freqs
+    cos_sin = torch.cat([angles.cos(), angles.sin()], 1).float()
+    slots = torch.randperm(pages * page, device="cuda",
+                           generator=gen)[:tokens]
+    slots[::7] = -1
+    kc = randn(pages, page, kv_heads, dim, dtype=torch.bfloat16)
+    vc = randn(pages, page, kv_heads, dim, dtype=torch.bfloat16)
+
+    def rope(x):
+        c = cos_sin[pos, :rot // 2][:, None, :]
+        s = cos_sin[pos, rot // 2:][:, None, :]
+        y = x.float().clone()
+        if is_neox:
+            x1, x2 = y[..., :rot // 2].clone(), y[..., rot // 2:rot].clone()
+            y[..., :rot // 2], y[..., rot // 2:rot] = (x1 * c - x2 * s,
+                                                       x2 * c + x1 * s)
+        else:
+            x1, x2 = y[..., 0:rot:2].clone(), y[..., 1:rot:2].clone()
+            y[..., 0:rot:2], y[..., 1:rot:2] = (x1 * c - x2 * s,
+                                                x2 * c + x1 * s)
+        return y
+
+    want_q = rope(q)
+    keep = slots >= 0
+    want_kc = kc.float().clone().view(pages * page, kv_heads, dim)
+    want_kc[slots[keep]] = rope(k)[keep]
+    want_vc = vc.clone().view(pages * page, kv_heads, dim)
+    want_vc[slots[keep]] = v[keep]
+    kernel = kernels.rope_kv_cache_write(
+        heads, kv_heads, dim, rotary_dim, is_neox,
+        index_dtype=str(index_dtype).replace("torch.", ""))
+    kernel(pos.to(index_dtype), q, k, v, cos_sin, slots.to(index_dtype), kc,
+           vc)
+    torch.cuda.synchronize()
+    torch.testing.assert_close(q.float(), want_q, atol=2e-2, rtol=1e-2)
+    torch.testing.assert_close(kc.float().view(want_kc.shape), want_kc,
+                               atol=2e-2, rtol=1e-2)
+    assert torch.equal(vc.view(want_vc.shape), want_vc)

@@ -771,3 +771,115 @@ def mla_decode_paged(batch, h_q, max_seqlen_pad, d, dpe, block_size,
         combine(glse, Output_partial, Output)
 
     return main
+
+
+@kiln.jit(out_idx=[])
+def rope_kv_cache_write(num_heads, num_kv_heads, head_size=128,
+                        rotary_dim=None, is_neox=True, block_T=16,
+                        threads=128, dtype="bfloat16",
+                        index_dtype="int32", cos_sin_dtype="float32"):
+    """vLLM's rotary_embedding and reshape_and_cache in one pass: the query
+    heads rotated in place, the keys rotated and, with the values, written
+    into the paged cache ([num_blocks, block_size, kv_heads, head_size]) at
+    slot_mapping (-1: a padding token, not stored). cos_sin_cache[p] holds
+    rotary_dim / 2 cosines then as many sines; rotate-half pairs (GPT-NeoX,
+    Llama) or interleaved ones (GPT-J); dims past rotary_dim pass through."""
+    rot = head_size if rotary_dim is None else rotary_dim
+    assert num_heads % num_kv_heads == 0 and rot % 2 == 0 and rot <= head_size
+    half = rot // 2
+    group = num_heads // num_kv_heads
+    num_tokens = T.symbolic("num_tokens")
+    num_blocks = T.symbolic("num_blocks")
+    block_size = T.symbolic("block_size")
+    max_position = T.symbolic("max_position")
+
+    @T.macro
+    def load_pairs(src, t0, head, x1, x2):
+        # The rotated pairs of head `head` of the block's tokens: the two
+        # halves (NeoX) or the even and odd dims (GPT-J).
+        if is_neox:
+            T.copy(src[t0:t0 + block_T, head, 0:half], x1)
+            T.copy(src[t0:t0 + block_T, head, half:rot], x2)
+        else:
+            for i, j in T.Parallel(block_T, half):
+                x1[i, j] = src[t0 + i, head, 2 * j]
+                x2[i, j] = src[t0 + i, head, 2 * j + 1]
+
+    @T.prim_func
+    def main(positions: T.Tensor((num_tokens,), index_dtype),
+             query: T.Tensor((num_tokens, num_heads, head_size), dtype),
+             key: T.Tensor((num_tokens, num_kv_heads, head_size), dtype),
+             value: T.Tensor((num_tokens, num_kv_heads, head_size), dtype),
+             cos_sin_cache: T.Tensor((max_position, rot), cos_sin_dtype),
+             slot_mapping: T.Tensor((num_tokens,), index_dtype),
+             key_cache: T.Tensor(
+                 (num_blocks, block_size, num_kv_heads, head_size), dtype),
+             value_cache: T.Tensor(
+                 (num_blocks, block_size, num_kv_heads, head_size), dtype)):
+        with T.Kernel(T.ceildiv(num_tokens, block_T), num_kv_heads,
+                      threads=threads) as (bx, h):
+            pos = T.alloc_fragment((block_T,), index_dtype)
+            slot = T.alloc_fragment((block_T,), index_dtype)
+            cos = T.alloc_fragment((block_T, half), "float32")
+            sin = T.alloc_fragment((block_T, half), "float32")
+            x1 = T.alloc_fragment((block_T, half), dtype)
+            x2 = T.alloc_fragment((block_T, half), dtype)
+            r1 = T.alloc_fragment((block_T, half), dtype)
+            r2 = T.alloc_fragment((block_T, half), dtype)
+            v = T.alloc_fragment((block_T, head_size), dtype)
+            t0 = bx * block_T
+            T.copy(positions[t0:t0 + block_T], pos)
+            T.copy(slot_mapping[t0:t0 + block_T], slot)
+            for i, j in T.Parallel(block_T, half):
+                cos[i, j] = cos_sin_cache[pos[i], j]
+                sin[i, j] = cos_sin_cache[pos[i], half + j]
+
+            # Keys: rotated, then stored at their slots.
+            load_pairs(key, t0, h, x1, x2)
+            for i, j in T.Parallel(block_T, half):
+                s = slot[i]
+                if t0 + i < num_tokens and s >= 0:
+                    lo = x1[i, j] * cos[i, j] - x2[i, j] * sin[i, j]
+                    hi = x2[i, j] * cos[i, j] + x1[i, j] * sin[i, j]
+                    if is_neox:
+                        key_cache[s // block_size, s % block_size, h, j] = lo
+                        key_cache[s // block_size, s % block_size, h,
+                                  half + j] = hi
+                    else:
+                        key_cache[s // block_size, s % block_size, h,
+                                  2 * j] = lo
+                        key_cache[s // block_size, s % block_size, h,
+                                  2 * j + 1] = hi
+            if rot < head_size:
+                rest = T.alloc_fragment((block_T, head_size - rot), dtype)
+                T.copy(key[t0:t0 + block_T, h, rot:head_size], rest)
+                for i, j in T.Parallel(block_T, head_size - rot):
+                    s = slot[i]
+                    if t0 + i < num_tokens and s >= 0:
+                        key_cache[s // block_size, s % block_size, h,
+                                  rot + j] = rest[i, j]
+
+            # Values: stored as they are.
+            T.copy(value[t0:t0 + block_T, h, :], v)
+            for i, d in T.Parallel(block_T, head_size):
+                s = slot[i]
+                if t0 + i < num_tokens and s >= 0:
+                    value_cache[s // block_size, s % block_size, h, d] = v[i, d]
+
+            # The query heads of this KV head, rotated in place.
+            for g in T.serial(group):
+                qh = h * group + g
+                load_pairs(query, t0, qh, x1, x2)
+                for i, j in T.Parallel(block_T, half):
+                    r1[i, j] = x1[i, j] * cos[i, j] - x2[i, j] * sin[i, j]
+                    r2[i, j] = x2[i, j] * cos[i, j] + x1[i, j] * sin[i, j]
+                if is_neox:
+                    T.copy(r1, query[t0:t0 + block_T, qh, 0:half])
+                    T.copy(r2, query[t0:t0 + block_T, qh, half:rot])
+                else:
+                    for i, j in T.Parallel(block_T, half):
+                        if t0 + i < num_tokens:
+                            query[t0 + i, qh, 2 * j] = r1[i, j]
+                            query[t0 + i, qh, 2 * j + 1] = r2[i, j]
+
+    return main

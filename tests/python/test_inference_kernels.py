@@ -277,3 +277,63 @@ def test_varlen_gqa_prefill_matches_numpy(rng, causal, block_M, block_N,
     np.testing.assert_allclose(out.astype(np.float64),
                                varlen_reference(q, k, v, cu_q, cu_k, causal),
                                atol=4e-3, rtol=1e-2)
+
+
+def rope_reference(x, pos, cos_sin, rot, is_neox):
+    """x [tokens, heads, head_size] rotated by each token's position (f64);
+    a position outside the table rotates by cosine and sine 0."""
+    half = rot // 2
+    out = x.astype(np.float64).copy()
+    inside = (pos >= 0) & (pos < len(cos_sin))
+    table = np.where(inside[:, None], cos_sin[np.clip(pos, 0,
+                                                      len(cos_sin) - 1)], 0)
+    c, s = table[:, None, :half], table[:, None, half:]
+    if is_neox:
+        x1, x2 = out[..., :half].copy(), out[..., half:rot].copy()
+        out[..., :half], out[..., half:rot] = x1 * c - x2 * s, x2 * c + x1 * s
+    else:
+        x1, x2 = out[..., 0:rot:2].copy(), out[..., 1:rot:2].copy()
+        out[..., 0:rot:2], out[..., 1:rot:2] = x1 * c - x2 * s, x2 * c + x1 * s
+    return out
+
+
+@pytest.mark.parametrize("is_neox,rotary_dim,heads,kv_heads,block_T", [
+    (True, None, 8, 2, 16),   # Llama: rotate-half over the head, GQA 4
+    (False, None, 4, 4, 32),  # GPT-J: interleaved pairs, MHA
+    (True, 64, 6, 2, 16),     # partial rotary: dims past 64 pass through
+    (False, 32, 3, 1, 16),    # interleaved partial, MQA
+])
+def test_rope_kv_cache_write_matches_numpy(rng, is_neox, rotary_dim, heads,
+                                           kv_heads, block_T):
+    tokens, pages, page, dim, max_pos = 45, 6, 16, 128, 300
+    rot = rotary_dim or dim
+    f16 = np.float16
+    q = rng.uniform(-1, 1, (tokens, heads, dim)).astype(f16)
+    k = rng.uniform(-1, 1, (tokens, kv_heads, dim)).astype(f16)
+    v = rng.uniform(-1, 1, (tokens, kv_heads, dim)).astype(f16)
+    pos = rng.integers(0, max_pos, tokens).astype(np.int32)
+    pos[[3, 9]] = [-1, max_pos]  # outside the table
+    freqs = 10000.0 ** (-np.arange(0, rot, 2) / rot)
+    angles = np.arange(max_pos)[:, None] * freqs[None, :]
+    cos_sin = np.concatenate([np.cos(angles), np.sin(angles)],
+                             axis=1).astype(np.float32)
+    slots = rng.permutation(pages * page)[:tokens].astype(np.int32)
+    slots[2::5] = -1  # padding tokens
+    kc = rng.uniform(-1, 1, (pages, page, kv_heads, dim)).astype(f16)
+    vc = rng.uniform(-1, 1, (pages, page, kv_heads, dim)).astype(f16)
+    want_q = rope_reference(q, pos, cos_sin, rot, is_neox)
+    k_rot = rope_reference(k, pos, cos_sin, rot, is_neox)
+    want_kc = kc.astype(np.float64).reshape(pages * page, kv_heads, dim)
+    want_vc = vc.astype(np.float64).reshape(pages * page, kv_heads, dim)
+    keep = slots >= 0
+    want_kc[slots[keep]] = k_rot[keep]
+    want_vc[slots[keep]] = v[keep]
+    kernel = kernels.rope_kv_cache_write(heads, kv_heads, dim, rotary_dim,
+                                         is_neox, block_T, dtype="float16")
+    kernel(pos, q, k, v, cos_sin, slots, kc, vc)
+    tol = dict(atol=2e-3, rtol=2e-3)
+    np.testing.assert_allclose(q.astype(np.float64), want_q, **tol)
+    np.testing.assert_allclose(
+        kc.astype(np.float64).reshape(want_kc.shape), want_kc, **tol)
+    np.testing.assert_array_equal(
+        vc.astype(np.float64).reshape(want_vc.shape), want_vc)

@@ -416,6 +416,10 @@ absl::Status Emitter::EmitStmt(const Stmt& s, bool element) {
             Touch({}, {n.name});
             return absl::OkStatus();
           }
+          if (auto it = chunk_stores_.find(&n);
+              element && it != chunk_stores_.end()) {
+            return EmitChunkStore(n, it->second);
+          }
           auto c = StoreCode(n.name, n.indices, n.op, n.value);
           if (!c.ok()) return c.status();
           Line(*c);

@@ -256,6 +256,25 @@ class Emitter {
   absl::Status AtOwned(
       const Buf& own, const std::string& q, const std::string& col_add,
       const std::function<absl::Status(const std::vector<Expr>&)>& body);
+  // Element stores into tensors of a parallel body over the thread-owned
+  // fragment `own` (parallel variables `vars`) that can be made a chunk at
+  // a time (chunked_stores.cc): every tensor store of the body writes the
+  // chunk's consecutive elements of a contiguous innermost dim, all or
+  // none, and the body reads none of those tensors. Empty when not.
+  std::vector<const StoreStmt*> ChunkedStores(
+      const Block& body, const std::vector<std::string>& vars,
+      const Buf& own) const;
+  // ForOwned a chunk at a time, the `stores` kept in chunk buffers while
+  // `body` runs over the chunk's elements and then stored by one vector
+  // access each (element stores where unaligned).
+  absl::Status ForOwnedChunks(
+      const Buf& own, const std::vector<const StoreStmt*>& stores,
+      const std::function<absl::Status(const std::vector<Expr>&)>& body);
+  struct ChunkStore {
+    std::string raw, on, off;  // the chunk buffer, made or not, its offset
+    std::string u;             // the element's place in the chunk
+  };
+  absl::Status EmitChunkStore(const StoreStmt& n, const ChunkStore& cs);
   // A copy with a thread-owned fragment on one side: whole chunks by
   // vector accesses where the other side is a contiguous tensor row.
   // `whole`: the region is known inside the tensor and aligned (a split
@@ -438,6 +457,8 @@ class Emitter {
   // element index variables it stands for.
   std::string own_q_;
   std::vector<std::string> own_vars_;
+  // The chunked stores of the ForOwnedChunks running.
+  std::map<const StoreStmt*, ChunkStore> chunk_stores_;
   // Row-vector context: the register index and the row variable.
   std::string row_q_;
   std::string row_var_;

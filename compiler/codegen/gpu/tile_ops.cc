@@ -918,7 +918,7 @@ absl::Status Emitter::EmitParallel(const ParallelStmt& p, const Loc& loc) {
     if (own_buf && !reg_buf && (!row_buf || owned_rows)) {
       // Over the thread-owned fragments' elements (one layout for all:
       // fragment_plan.h); element accesses name the parallel variables.
-      return ForOwned(*own_buf, [&](const std::vector<Expr>& ivs) {
+      auto element = [&](const std::vector<Expr>& ivs) {
         for (size_t d = 0; d < p.vars.size(); ++d) {
           const std::string v = Mangle(p.vars[d]);
           Line("const long long " + v + " = " + ivs[d].name + ";");
@@ -926,7 +926,11 @@ absl::Status Emitter::EmitParallel(const ParallelStmt& p, const Loc& loc) {
         }
         own_vars_ = p.vars;
         return ElementBody(*body);
-      });
+      };
+      const std::vector<const StoreStmt*> chunked =
+          ChunkedStores(*body, p.vars, *own_buf);
+      if (!chunked.empty()) return ForOwnedChunks(*own_buf, chunked, element);
+      return ForOwned(*own_buf, element);
     }
     return ForElements(
         ext, reg_buf ? reg_buf->reg : nullptr, reg_buf ? reg_buf->layout : "",
