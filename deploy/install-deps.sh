@@ -13,7 +13,7 @@ PACKAGES=(
   libhiredis-dev libssl-dev libzstd-dev zlib1g-dev
   redis-server openssl
   clang clang-format libclang-rt-14-dev
-  python3 python3-numpy python3-pytest python3-yaml
+  python3 python3-numpy python3-pytest python3-yaml python3-torch
   libamdhip64-dev libhiprtc-builtins5
 )
 

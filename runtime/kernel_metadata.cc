@@ -8,6 +8,7 @@
 //    bindable at launch.
 #include "runtime/kernel_metadata.h"
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <charconv>
@@ -260,6 +261,26 @@ absl::Status MetadataParser::Record(std::string_view line) {
       } else {
         return Error("unknown ptxas key '" + key + "'");
       }
+    }
+    return absl::OkStatus();
+  }
+  if (rec == "writes") {
+    // writes NAME...: the tensor parameters (declared above) a launch may
+    // change.
+    if (absl::Status s = Once(rec); !s.ok()) return s;
+    if (f.size() < 2) return Error("'writes' takes one or more parameters");
+    for (size_t i = 1; i < f.size(); ++i) {
+      auto p =
+          std::find_if(md_.params.begin(), md_.params.end(),
+                       [&](const MetadataParam& q) { return q.name == f[i]; });
+      if (p == md_.params.end()) {
+        return Error("'writes' names unknown parameter '" + std::string(f[i]) +
+                     "'");
+      }
+      if (!p->is_tensor) {
+        return Error("'writes' names scalar parameter '" + p->name + "'");
+      }
+      p->written = true;
     }
     return absl::OkStatus();
   }

@@ -52,6 +52,7 @@ struct MetadataParam {
   DType dtype = DType::kF32;
   std::vector<MetadataDim> shape;  // tensors
   std::vector<IntExpr> strides;    // empty: row-major
+  bool written = false;  // the kernel may write it (a `writes` record)
 };
 
 struct MetadataAssumption {
@@ -107,7 +108,8 @@ struct KernelMetadata {
 // wrong count, an expression using a name that is neither a dynamic symbol
 // nor an integer scalar parameter, a listed symbol no tensor dim binds, a
 // tensor map of an unknown or scalar parameter, with a box of the wrong
-// rank or an unknown swizzle, a missing required record (name, target,
+// rank or an unknown swizzle, a `writes` record naming a parameter not
+// declared before it or a scalar, a missing required record (name, target,
 // entry, symbols, grid, block).
 absl::StatusOr<KernelMetadata> ParseKernelMetadata(std::string_view text);
 

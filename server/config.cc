@@ -29,6 +29,10 @@ void AddServerFlags(CLI::App& app, ServerConfig* config) {
                  "Needs TLS (--tls-cert/--tls-key) or a bearer token "
                  "(--auth-token-file), or a loopback HOST with "
                  "--insecure-loopback");
+  app.add_option("--metrics-address", config->metrics_address,
+                 "Serve Prometheus metrics (GET /metrics over plain HTTP) at "
+                 "HOST:PORT (PORT 0 picks a free one): counters only, no "
+                 "kernels or requests");
   app.add_flag("--insecure-loopback", config->insecure_loopback,
                "Accept plaintext TCP on a loopback address: any local user "
                "can then reach kilnd");

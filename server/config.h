@@ -21,6 +21,9 @@ struct ServerConfig {
   std::string listen_tcp;
   // Accept plaintext TCP on a loopback address.
   bool insecure_loopback = false;
+  // Serve Prometheus metrics (GET /metrics, plain HTTP) at "HOST:PORT";
+  // empty: off (server/metrics_http.h).
+  std::string metrics_address;
   // TLS on the TCP listener: PEM files of the server's certificate chain
   // and key; with tls_client_ca, clients must present a certificate it
   // signed (mutual TLS).

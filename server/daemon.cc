@@ -22,9 +22,12 @@
 #include "server/bad_request_interceptor.h"
 #include "server/capabilities.h"
 #include "server/engine/compile_engine.h"
+#include "server/engine/metrics.h"
 #include "server/kiln_service.h"
 #include "server/listen_address.h"
 #include "server/local_paths.h"
+#include "server/metrics_http.h"
+#include "server/reflection_v1.h"
 #include "server/service_core.h"
 #include "spdlog/spdlog.h"
 
@@ -192,6 +195,15 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(
     }
     tcp = *parsed;
   }
+  std::optional<TcpAddress> metrics_address;
+  if (!config.metrics_address.empty()) {
+    absl::StatusOr<TcpAddress> parsed = ParseTcpAddress(config.metrics_address);
+    if (!parsed.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--metrics-address: ", parsed.status().message()));
+    }
+    metrics_address = *parsed;
+  }
   const absl::Status cache_dir_made = MakeDirectories(config.cache_dir, 0700);
   if (cache_dir_made.ok()) {
     if (absl::Status status = CheckCacheDirectoryIsPrivate(config.cache_dir);
@@ -266,6 +278,11 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(
     builder.AddListeningPort(tcp->ToString(), *tcp_credentials, &tcp_port);
   }
   builder.RegisterService(daemon->service_.get());
+  // Reflection v1 beside gRPC's v1alpha plugin (server/reflection_v1.h).
+  daemon->reflection_v1_ = MakeReflectionV1Service(
+      {kiln::v1::Kiln::service_full_name(), "grpc.health.v1.Health",
+       "grpc.reflection.v1alpha.ServerReflection"});
+  builder.RegisterService(daemon->reflection_v1_.get());
   builder.experimental().SetInterceptorCreators(BadRequestInterceptors());
   // gRPC creates the unix socket while it starts: under this umask it is
   // born with its final mode (0660), never briefly open to everyone.
@@ -288,6 +305,25 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(
   daemon->server_->GetHealthCheckService()->SetServingStatus(
       kiln::v1::Kiln::service_full_name(), true);
 
+  if (metrics_address.has_value()) {
+    CompileEngine* engine = daemon->engine_.get();
+    const absl::Time started = absl::Now();
+    absl::StatusOr<std::unique_ptr<MetricsServer>> metrics =
+        MetricsServer::Start(
+            *metrics_address,
+            [engine, started]() -> absl::StatusOr<std::string> {
+              absl::StatusOr<cache::StoreStats> c = engine->CacheStats();
+              if (!c.ok()) return c.status();
+              return RenderMetrics(
+                  engine->Stats(), *c,
+                  absl::ToDoubleSeconds(absl::Now() - started));
+            });
+    if (!metrics.ok()) return metrics.status();
+    daemon->metrics_ = *std::move(metrics);
+    metrics_address->port = daemon->metrics_->port();
+    spdlog::info("metrics on http://{}/metrics", metrics_address->ToString());
+  }
+
   daemon->addresses_.push_back(daemon->socket_->GrpcAddress());
   if (tcp.has_value()) {
     tcp->port = tcp_port;
@@ -307,9 +343,14 @@ Daemon::TemporaryCache::~TemporaryCache() {
   std::filesystem::remove_all(path, ec);
 }
 
+int Daemon::metrics_port() const {
+  return metrics_ != nullptr ? metrics_->port() : 0;
+}
+
 void Daemon::Shutdown(absl::Duration grace) {
   if (stopped_) return;
   stopped_ = true;
+  metrics_.reset();
   if (server_ != nullptr) {
     server_->GetHealthCheckService()->Shutdown();
     server_->Shutdown(std::chrono::system_clock::now() +

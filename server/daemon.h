@@ -16,6 +16,7 @@
 
 namespace grpc {
 class Server;
+class Service;
 }  // namespace grpc
 
 namespace kiln::cache {
@@ -26,6 +27,7 @@ namespace kiln::server {
 
 class CompileEngine;
 class KilnService;
+class MetricsServer;
 class ServiceCore;
 
 class Daemon {
@@ -47,6 +49,8 @@ class Daemon {
   // Where it listens, as gRPC targets: "unix:/run/...", "127.0.0.1:43210"
   // (with the real port when 0 was asked for).
   const std::vector<std::string>& addresses() const { return addresses_; }
+  // The metrics endpoint's port (--metrics-address), 0 when off.
+  int metrics_port() const;
 
   // Reports NOT_SERVING to health checks, stops accepting calls, lets
   // in-flight calls run for up to `grace`, cancels the rest, waits for the
@@ -71,7 +75,9 @@ class Daemon {
   std::unique_ptr<CompileEngine> engine_;
   std::unique_ptr<ServiceCore> core_;
   std::unique_ptr<KilnService> service_;
+  std::unique_ptr<grpc::Service> reflection_v1_;
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<MetricsServer> metrics_;  // stopped before the engine
   std::vector<std::string> addresses_;
   bool stopped_ = false;
 };

@@ -10,6 +10,7 @@
 #include "compiler/ir/const_fold.h"
 #include "compiler/ir/format.h"
 #include "compiler/ir/printer.h"
+#include "compiler/ir/written_buffers.h"
 
 namespace kiln::compiler {
 namespace {
@@ -264,6 +265,12 @@ absl::StatusOr<std::string> WriteKernelMetadata(
     strides += "\n";
   }
   out += strides;
+  if (std::vector<std::string> written = WrittenTensorParams(lowered);
+      !written.empty()) {
+    out += "writes";
+    for (const std::string& name : written) StrAppend(&out, " ", name);
+    out += "\n";
+  }
 
   if (lowered.grid.empty() || lowered.grid.size() > 3) {
     return absl::InvalidArgumentError(StrCat("kernel '", lowered.name, "' has ",

@@ -658,6 +658,17 @@ bool CompileEngine::RunFlight(std::shared_ptr<Flight> flight) {
     absl::StatusOr<compiler::CompiledKernel> compiled =
         options_.compile_fn(flight->loaded);
     const double ms = absl::ToDoubleMilliseconds(absl::Now() - start);
+    {
+      absl::MutexLock lock(&mu_);
+      const double seconds = ms / 1000;
+      size_t b = 0;
+      while (b < kCompileSecondsBuckets.size() &&
+             seconds > kCompileSecondsBuckets[b]) {
+        ++b;
+      }
+      ++stats_.compile_seconds[b];
+      stats_.compile_seconds_sum += seconds;
+    }
     if (!compiled.ok()) {
       result = compiled.status();
       RememberFailure(flight->key, compiled.status());

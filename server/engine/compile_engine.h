@@ -17,6 +17,7 @@
 #ifndef KILN_SERVER_ENGINE_COMPILE_ENGINE_H_
 #define KILN_SERVER_ENGINE_COMPILE_ENGINE_H_
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -118,6 +119,11 @@ struct CompileEngineOptions {
       compile_fn;
 };
 
+// Upper bounds (seconds) of the compile-duration histogram's buckets; a
+// last bucket takes the longer compiles.
+inline constexpr std::array<double, 12> kCompileSecondsBuckets = {
+    0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 600};
+
 // Counters since the engine was created (Compile() calls only).
 struct EngineStats {
   int64_t hits = 0;         // served from the cache (any tier)
@@ -140,6 +146,11 @@ struct EngineStats {
   int64_t cluster_served = 0;
   int64_t cluster_failures = 0;
   int64_t cluster_takeovers = 0;
+  // The compiles run, by duration: compile_seconds[b] counts those of at
+  // most kCompileSecondsBuckets[b] seconds and more than the bound before
+  // (the last entry: longer than every bound), and their total seconds.
+  std::array<int64_t, kCompileSecondsBuckets.size() + 1> compile_seconds{};
+  double compile_seconds_sum = 0;
 };
 
 inline constexpr size_t kMaxRememberedFailures = 4096;

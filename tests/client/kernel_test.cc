@@ -41,7 +41,7 @@ TEST(KernelLoadTest, HipHandleWithoutAnAmdGpuIsAClearError) {
   absl::StatusOr<Kernel> k = Kernel::Load(Gfx90aHandle());
   ASSERT_FALSE(k.ok());
   EXPECT_EQ(k.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(k.status().message(), StartsWith("no AMD GPU: "));
+  EXPECT_THAT(std::string(k.status().message()), StartsWith("no AMD GPU: "));
 }
 
 TEST(KernelLoadTest, UnknownTargetIsRefused) {

@@ -3,6 +3,7 @@
 #include "compiler/codegen/metadata_writer.h"
 
 #include <string>
+#include <vector>
 
 #include "compiler/ir/parser.h"
 #include "gmock/gmock.h"
@@ -145,6 +146,49 @@ TEST(MetadataWriterTest, RoundTripsThroughTheRuntimeReader) {
   EXPECT_EQ(*md->assumptions[0].expr.Evaluate(values), 1);
   EXPECT_EQ(*md->assumptions[0].expr.Evaluate({{"K", 100}}), 0);
   EXPECT_EQ(md->assumptions[1].text, "splits >= 1");
+}
+
+TEST(MetadataWriterTest, ListsTheTensorsTheKernelWrites) {
+  // Written at any depth, by a copy, a fill, an element store under an
+  // `if` in a parallel in a loop, an atomic add; tiles and read-only
+  // tensors are not listed.
+  auto k = testing::ParseKernel(R"(
+kernel k(X: f32[N], Y: f32[N], Z: f32[N], W: f32[N], A: f32[N], R: f32[N],
+         s: i32)
+  grid(1) threads(32) (bx) {
+  alloc fragment t: f32[32]
+  copy X[0:+32] -> t
+  copy t -> Y[0:+32]
+  fill W[0:+32], 1.0
+  for i in serial(s) {
+    parallel (j) in (32) {
+      if j < N {
+        Z[j] = t[j] + R[j]
+      }
+    }
+  }
+  atomic_add A[0:+32], t
+}
+)");
+  ASSERT_TRUE(k.ok()) << k.status();
+  absl::StatusOr<std::string> text =
+      compiler::WriteKernelMetadata(*k, {"cpu", "kiln_k", 0});
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_THAT(*text, HasSubstr("\nwrites Y Z W A\ngrid "));
+  absl::StatusOr<runtime::KernelMetadata> md =
+      runtime::ParseKernelMetadata(*text);
+  ASSERT_TRUE(md.ok()) << md.status();
+  std::vector<std::string> written;
+  for (const runtime::MetadataParam& p : md->params) {
+    if (p.written) written.push_back(p.name);
+  }
+  EXPECT_THAT(written, ElementsAre("Y", "Z", "W", "A"));
+  // A kernel that writes no tensor has no record.
+  auto none = testing::ParseKernel(kGemm);
+  ASSERT_TRUE(none.ok()) << none.status();
+  text = compiler::WriteKernelMetadata(*none, {"cpu", "kiln_gemm", 0});
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_THAT(*text, ::testing::Not(HasSubstr("writes")));
 }
 
 // A back end that decides the cluster (the GPU render: only kernels that

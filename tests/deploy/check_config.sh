@@ -34,6 +34,7 @@ start_and_query example "$example"
 # 2. The example with its commented-out keys enabled (TCP on a free loopback
 #    port, which needs insecure-loopback).
 sed -e 's|^# *listen-tcp = .*|listen-tcp = "127.0.0.1:0"|' \
+    -e 's|^# *metrics-address = .*|metrics-address = "127.0.0.1:0"|' \
     -e 's|^insecure-loopback = false|insecure-loopback = true|' \
     "$example" >"$tmp/all-keys.toml"
 grep -q '^listen-tcp = "127.0.0.1:0"' "$tmp/all-keys.toml" ||
@@ -41,6 +42,8 @@ grep -q '^listen-tcp = "127.0.0.1:0"' "$tmp/all-keys.toml" ||
 start_and_query all-keys "$tmp/all-keys.toml"
 grep -q "listening on 127.0.0.1:" "$tmp/all-keys.log" ||
   { cat "$tmp/all-keys.log" >&2; fail "all-keys: no TCP listener"; }
+grep -q "metrics on http://127.0.0.1:" "$tmp/all-keys.log" ||
+  { cat "$tmp/all-keys.log" >&2; fail "all-keys: no metrics endpoint"; }
 
 # 3. Every key kilnd documents in --help is in the example (so the example
 #    stays complete when a flag is added).
@@ -75,10 +78,13 @@ for _ in $(seq 50); do [ -S "$tmp/redis.sock" ] && break; sleep 0.1; done
 printf 'configmap-test-secret-0123456789\n' >"$tmp/secret"
 sed -i -e "s|^redis-url = .*|redis-url = \"redis+unix://$tmp/redis.sock\"|" \
   -e "s|^redis-secret-file = .*|redis-secret-file = \"$tmp/secret\"|" \
+  -e 's|^metrics-address = .*|metrics-address = "127.0.0.1:0"|' \
   "$tmp/configmap.toml"
 start_and_query configmap "$tmp/configmap.toml"
 grep -q "with a shared Redis tier" "$tmp/configmap.log" ||
   { cat "$tmp/configmap.log" >&2; fail "configmap: no Redis tier"; }
+grep -q "metrics on http://127.0.0.1:" "$tmp/configmap.log" ||
+  { cat "$tmp/configmap.log" >&2; fail "configmap: no metrics endpoint"; }
 
 # 5. An unknown key is refused (exit 2, naming it).
 { cat "$example"; echo 'no-such-key = "redis://localhost:6379"'; } >"$tmp/bad.toml"

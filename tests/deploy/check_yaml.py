@@ -83,6 +83,25 @@ for (kind, name), (where, obj) in objects.items():
                 check(cmd[1:] == ["status", "--address",
                                   "unix:/run/kiln/kilnd.sock"],
                       f"{where}: {probe} is not `kiln status` on the socket")
+            # The metrics port: the ConfigMap's metrics-address, a named
+            # container port and the scrape annotations agree.
+            toml = objects.get(("ConfigMap", "kilnd-config"),
+                               (None, {"data": {}}))[1]["data"].get(
+                                   "kilnd.toml", "")
+            addr = [line.split("=", 1)[1].strip().strip('"')
+                    for line in toml.splitlines()
+                    if line.startswith("metrics-address")]
+            check(len(addr) == 1, f"{where}: the ConfigMap sets no "
+                  "metrics-address")
+            port = addr[0].rsplit(":", 1)[-1] if addr else ""
+            ports = {p.get("name"): str(p.get("containerPort"))
+                     for p in kilnd.get("ports", [])}
+            check(ports.get("metrics") == port,
+                  f"{where}: no container port 'metrics' = {port}")
+            notes = obj["spec"]["template"]["metadata"].get("annotations", {})
+            check(notes.get("prometheus.io/scrape") == "true" and
+                  notes.get("prometheus.io/port") == port,
+                  f"{where}: no Prometheus scrape annotations for {port}")
             hostpaths = {v["hostPath"]["path"] for v in pod["volumes"]
                          if "hostPath" in v}
             check(hostpaths == {"/run/kiln", "/var/cache/kiln"},

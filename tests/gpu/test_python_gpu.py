@@ -470,3 +470,126 @@ def test_rope_kv_cache_write_on_cuda(is_neox, rotary_dim, index_dtype):
     torch.testing.assert_close(kc.float().view(want_kc.shape), want_kc,
                                atol=2e-2, rtol=1e-2)
     assert torch.equal(vc.view(want_vc.shape), want_vc)
+
+
+# --- kiln.torch: operators under torch.compile and in CUDA graphs ----------
+
+def _attention_reference(q, k, v, causal):
+    return torch.nn.functional.scaled_dot_product_attention(
+        q.transpose(1, 2).float(), k.transpose(1, 2).float(),
+        v.transpose(1, 2).float(), is_causal=causal).transpose(1, 2)
+
+
+def test_torch_compile_traces_kiln_ops_in_one_graph():
+    import kiln.torch as ktorch
+    gemm = ktorch.op(kernels.matmul(M, N, K, 128, 128, 32), name="gpu_gemm")
+    norm = ktorch.op(kernels.rms_norm(M, N), name="gpu_rms_norm")
+
+    def block(a, b, w):
+        h = gemm(a, b).to(torch.bfloat16)
+        return norm(h, w).float() * 2.0 + 1.0
+
+    a, b = randn(200, 96), randn(96, 520)
+    w = randn(520, dtype=torch.bfloat16)
+    compiled = torch.compile(block, fullgraph=True, dynamic=False)
+    got = compiled(a, b, w)
+    torch.testing.assert_close(got, block(a, b, w), rtol=0, atol=0)
+    h = (a.float() @ b.float()).to(torch.bfloat16).float()
+    ref = h * torch.rsqrt(h.pow(2).mean(1, keepdim=True) + 1e-6) * w.float()
+    torch.testing.assert_close(got, ref * 2.0 + 1.0, rtol=3e-2, atol=6e-2)
+    # A second shape goes through the fake implementation again.
+    a2, b2 = randn(77, 96), randn(96, 520)
+    torch.testing.assert_close(compiled(a2, b2, w), block(a2, b2, w),
+                               rtol=0, atol=0)
+
+
+def test_torch_compile_keeps_the_writes_of_a_mutating_op():
+    # The paged-cache write mutates query and the caches (Tensor(a!) in its
+    # schema, from the `writes` metadata): functionalisation must keep them.
+    import kiln.torch as ktorch
+    heads, kv_heads, dim, page, pages, tokens = 8, 2, 128, 16, 12, 150
+    op = ktorch.op(kernels.rope_kv_cache_write(heads, kv_heads, dim),
+                   name="gpu_rope_kv_cache_write")
+    assert op.mutated == ["query", "key_cache", "value_cache"]
+    pos = torch.randint(0, 1024, (tokens,), device="cuda", generator=gen,
+                        dtype=torch.int32)
+    angles = torch.arange(1024, device="cuda")[:, None] * \
+        10000.0 ** (-torch.arange(0, dim, 2, device="cuda") / dim)
+    cos_sin = torch.cat([angles.cos(), angles.sin()], 1).float()
+    slots = torch.randperm(pages * page, device="cuda", generator=gen)[
+        :tokens].to(torch.int32)
+    q0 = randn(tokens, heads, dim, dtype=torch.bfloat16)
+    k = randn(tokens, kv_heads, dim, dtype=torch.bfloat16)
+    v = randn(tokens, kv_heads, dim, dtype=torch.bfloat16)
+
+    def step(q, kc, vc):
+        op(pos, q, k, v, cos_sin, slots, kc, vc)
+        return q.float().sum()
+
+    def caches():
+        return (torch.zeros(pages, page, kv_heads, dim, device="cuda",
+                            dtype=torch.bfloat16) for _ in range(2))
+    q_eager, (kc_eager, vc_eager) = q0.clone(), caches()
+    step(q_eager, kc_eager, vc_eager)
+    q_comp, (kc_comp, vc_comp) = q0.clone(), caches()
+    total = torch.compile(step, fullgraph=True)(q_comp, kc_comp, vc_comp)
+    assert torch.equal(q_comp, q_eager) and not torch.equal(q_comp, q0)
+    assert torch.equal(kc_comp, kc_eager) and torch.equal(vc_comp, vc_eager)
+    assert torch.equal(vc_comp.view(-1, kv_heads, dim)[slots.long()], v)
+    torch.testing.assert_close(total, q_eager.float().sum())
+
+
+def test_cuda_graph_replays_gemm_and_attention():
+    # Launches on the capturing stream, no host synchronisation: captured
+    # once, replayed on new data in the same input buffers.
+    import kiln.torch as ktorch
+    gemm = kernels.matmul(M, N, K, 128, 128, 32)
+    attn = kernels.flashattn(2, 4, 200, 64, True)
+    attn_op = ktorch.op(attn, name="gpu_graph_attention")
+    a, b = randn(300, 128), randn(128, 260)
+    q, k, v = (randn(2, 200, 4, 64) for _ in range(3))
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # compile and load before capturing
+        for _ in range(2):
+            gemm(a, b)
+            attn_op(q, k, v)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        c = gemm(a, b)
+        o = attn_op(q, k, v)
+        o2 = attn(q, k, v)  # the kernel called directly, too
+    for _ in range(2):
+        a.copy_(randn(300, 128))
+        b.copy_(randn(128, 260))
+        for t in (q, k, v):
+            t.copy_(randn(2, 200, 4, 64))
+        graph.replay()
+        torch.cuda.synchronize()
+        torch.testing.assert_close(c.float(), a.float() @ b.float(),
+                                   rtol=2e-2, atol=5e-2)
+        ref = _attention_reference(q, k, v, True)
+        torch.testing.assert_close(o.float(), ref, rtol=2e-2, atol=5e-3)
+        assert torch.equal(o, o2)
+
+
+def test_cuda_dlpack_tensors_launch_in_place():
+    # A CUDA array of another library (here torch's, seen only through
+    # DLPack) is launched on without a copy.
+    class Foreign:
+        def __init__(self, t):
+            self.t = t
+
+        def __dlpack__(self, stream=None):
+            return self.t.__dlpack__()
+
+        def __dlpack_device__(self):
+            return self.t.__dlpack_device__()
+
+    kernel = kernels.scale_add()
+    x, bias = randn(5000, dtype=torch.float32), randn(4, dtype=torch.float32)
+    y = kernel(Foreign(x), Foreign(bias), 3.0)
+    torch.cuda.synchronize()
+    idx = torch.arange(5000, device="cuda") % 4
+    torch.testing.assert_close(y, 3.0 * x + bias[idx])

@@ -43,8 +43,8 @@ def f16(*shape):
      "argument 'A' of gemm: dim 1 must be 64 (shape [M, 64]); got shape "
      "[8, 32]"),
     ((f16(8, 64), [[1.0]]),
-     "argument 'B' of gemm: expected a NumPy array or a torch tensor; got "
-     "list"),
+     "argument 'B' of gemm: expected a NumPy array, a torch tensor or a "
+     "DLPack tensor; got list"),
     ((f16(64, 8).T, f16(64, 8)),
      "argument 'A' of gemm: must be contiguous (row-major); got strides "
      "[1, 8] for shape [8, 64] (use np.ascontiguousarray or .contiguous())"),

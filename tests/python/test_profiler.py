@@ -1,6 +1,7 @@
 """The host side of a TileLang example's main() (kiln/profiler.py): inputs
 from the kernel's signature, the check against a reference program, timing.
-On this machine the inputs are NumPy arrays (the CPU target); on the GPU
+On this machine the inputs are torch CPU tensors (NumPy arrays without
+torch; both run on the CPU target); on the GPU
 machine torch CUDA tensors (tests/gpu/test_python_gpu.py)."""
 
 import numpy as np
@@ -35,8 +36,15 @@ def test_an_example_main_checks_and_times_the_kernel(backend):
     profiler = kernel.get_profiler(
         tensor_supply_type=kiln.TensorSupplyType.Normal)
     ins = profiler.inputs()
-    assert [a.shape for a in ins] == [(1000,), (1000,)]
-    assert all(a.dtype == np.float32 for a in ins)
+    assert [tuple(a.shape) for a in ins] == [(1000,), (1000,)]
+    try:  # torch CPU tensors where torch is installed, else NumPy arrays
+        import torch
+        assert all(isinstance(a, torch.Tensor) and a.device.type == "cpu"
+                   and a.dtype == torch.float32 for a in ins)
+        ins = [a.numpy() for a in ins]
+    except ImportError:
+        assert all(isinstance(a, np.ndarray) and a.dtype == np.float32
+                   for a in ins)
     assert np.std(ins[0]) > 0.5  # normal, not zeros
     profiler.assert_allclose(ref_program, rtol=1e-5, atol=1e-5)
     ms = profiler.do_bench(warmup=1, rep=5)

@@ -114,6 +114,34 @@ TEST(CpuKernelMetadataTest, ErrorsNameTheLine) {
       HasSubstr("line 6: dim '1.5' is neither"));
 }
 
+TEST(CpuKernelMetadataTest, WritesRecordMarksTensorParameters) {
+  // The example with B (line 7) and `writes ...` after the strides (line 9).
+  auto with_writes = [](const std::string& writes) {
+    std::string text =
+        With("param alpha", "param B tensor f16 K N\nparam alpha");
+    const std::string strides = "strides A K 1\n";
+    text.insert(text.find(strides) + strides.size(), writes + "\n");
+    return text;
+  };
+  absl::StatusOr<KernelMetadata> md =
+      ParseKernelMetadata(with_writes("writes B"));
+  ASSERT_TRUE(md.ok()) << md.status();
+  EXPECT_FALSE(md->params[0].written);
+  EXPECT_TRUE(md->params[1].written);
+  EXPECT_FALSE(md->params[2].written);
+  EXPECT_THAT(ErrorOf(with_writes("writes Q")),
+              HasSubstr("line 10: 'writes' names unknown parameter 'Q'"));
+  EXPECT_THAT(ErrorOf(with_writes("writes alpha")),
+              HasSubstr("line 10: 'writes' names scalar parameter 'alpha'"));
+  EXPECT_THAT(ErrorOf(with_writes("writes")),
+              HasSubstr("line 10: 'writes' takes one or more parameters"));
+  EXPECT_THAT(ErrorOf(with_writes("writes A\nwrites B")),
+              HasSubstr("line 11: duplicate 'writes' record"));
+  // Named before its parameter: unknown there.
+  EXPECT_THAT(ErrorOf(With("param A tensor", "writes A\nparam A tensor")),
+              HasSubstr("line 6: 'writes' names unknown parameter 'A'"));
+}
+
 TEST(CpuKernelMetadataTest, CrossRecordChecks) {
   EXPECT_THAT(ErrorOf(With("block 128 1 1\n", "")),
               HasSubstr("missing 'block' record"));

@@ -104,7 +104,8 @@ TEST(HipKernelTest, LoadWithoutGpuIsACleanError) {
       std::string_view(kMetadata));
   ASSERT_FALSE(k.ok());
   EXPECT_EQ(k.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(k.status().message(), ::testing::StartsWith("no AMD GPU: "));
+  EXPECT_THAT(std::string(k.status().message()),
+              ::testing::StartsWith("no AMD GPU: "));
 }
 
 TEST(HipKernelTest, NonGfxMetadataIsRejectedBeforeTouchingTheRuntime) {

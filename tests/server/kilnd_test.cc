@@ -1,5 +1,6 @@
 // End-to-end tests of the kilnd binary: it is started as a child process on
 // a temporary unix socket and spoken to over gRPC with generated stubs.
+#include <google/protobuf/descriptor.pb.h>
 #include <grpcpp/client_context.h>
 #include <grpcpp/create_channel.h>
 #include <grpcpp/security/credentials.h>
@@ -12,13 +13,17 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
+#include "grpc/reflection/v1/reflection.grpc.pb.h"
 #include "gtest/gtest.h"
 #include "proto/grpc/health/v1/health.grpc.pb.h"
 #include "proto/kiln.grpc.pb.h"
 #include "tests/server/reflection_subset.grpc.pb.h"
+#include "tests/support/http_get.h"
 #include "tests/support/kilnd_process.h"
+#include "tests/support/test_kernels.h"
 
 namespace kiln::server {
 namespace {
@@ -105,6 +110,70 @@ TEST(KilndTest, ServesHealthAndCapabilitiesAndStopsOnSigterm) {
   EXPECT_THAT((*kilnd)->process().Stderr(), HasSubstr("stopped"));
 }
 
+// The value of the sample line `name` of a metrics page ("" if absent).
+std::string MetricValue(const std::string& page, const std::string& name) {
+  for (absl::string_view line : absl::StrSplit(page, '\n')) {
+    if (absl::StartsWith(line, name + " ")) {
+      return std::string(line.substr(name.size() + 1));
+    }
+  }
+  return "";
+}
+
+TEST(KilndTest, ServesPrometheusMetricsThatCountCompilesAndHits) {
+  auto kilnd = StartKilnd({"--metrics-address", "127.0.0.1:0"});
+  ASSERT_TRUE(kilnd.ok()) << kilnd.status();
+  ASSERT_TRUE(testing::WaitForStderr((*kilnd)->process(), "/metrics"));
+  std::smatch m;
+  const std::string log = (*kilnd)->process().Stderr();
+  ASSERT_TRUE(std::regex_search(
+      log, m, std::regex(R"(metrics on http://127\.0\.0\.1:(\d+)/metrics)")))
+      << log;
+  const int port = std::stoi(m[1]);
+  auto page = [&] {
+    absl::StatusOr<std::string> r =
+        testing::HttpRequest(port, "GET", "/metrics");
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? testing::HttpBody(*r) : std::string();
+  };
+  std::string before = page();
+  EXPECT_EQ(MetricValue(before, "kiln_compiles_total"), "0");
+  EXPECT_EQ(MetricValue(before, "kiln_compile_duration_seconds_count"), "0");
+
+  auto stub = kiln::v1::Kiln::NewStub(Connect((*kilnd)->address()));
+  for (int i = 0; i < 2; ++i) {
+    grpc::ClientContext context;
+    kiln::v1::CompileRequest request;
+    request.set_ir_text(testing::kScaleKernel);
+    request.set_target("cpu");
+    (*request.mutable_bindings())["B"] = 64;
+    request.set_omit_binary(true);
+    kiln::v1::CompileResponse response;
+    grpc::Status status = stub->Compile(&context, request, &response);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+  }
+  const std::string after = page();
+  EXPECT_EQ(MetricValue(after, "kiln_compiles_total"), "1");
+  EXPECT_EQ(MetricValue(after, "kiln_compile_duration_seconds_count"), "1");
+  EXPECT_EQ(MetricValue(after, "kiln_requests_total{result=\"miss\"}"), "1");
+  EXPECT_EQ(MetricValue(after, "kiln_requests_total{result=\"hit\"}"), "1");
+  EXPECT_EQ(MetricValue(after, "kiln_cache_entries"), "1");
+  // The finished compile leaves the queue (just after its waiters are
+  // answered).
+  std::string depth = MetricValue(after, "kiln_compile_queue_depth");
+  for (int i = 0; i < 50 && depth != "0"; ++i) {
+    absl::SleepFor(absl::Milliseconds(100));
+    depth = MetricValue(page(), "kiln_compile_queue_depth");
+  }
+  EXPECT_EQ(depth, "0");
+}
+
+TEST(KilndTest, RefusesABadMetricsAddress) {
+  testing::RunResult r = RunKilnd({"--metrics-address", "nowhere"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("--metrics-address"));
+}
+
 TEST(KilndTest, StopsOnSigint) {
   auto kilnd = StartKilnd();
   ASSERT_TRUE(kilnd.ok()) << kilnd.status();
@@ -135,6 +204,71 @@ TEST(KilndTest, ReflectionListsItsServices) {
                             {"kiln.v1.Kiln", "grpc.health.v1.Health"}));
   while (stream->Read(&response)) {
   }
+  EXPECT_TRUE(stream->Finish().ok());
+}
+
+TEST(KilndTest, ReflectionV1ListsServicesAndServesDescriptors) {
+  namespace v1 = ::grpc::reflection::v1;
+  auto kilnd = StartKilnd();
+  ASSERT_TRUE(kilnd.ok()) << kilnd.status();
+  auto stub = v1::ServerReflection::NewStub(Connect((*kilnd)->address()));
+  grpc::ClientContext context;
+  auto stream = stub->ServerReflectionInfo(&context);
+  auto ask = [&](const v1::ServerReflectionRequest& request) {
+    v1::ServerReflectionResponse response;
+    EXPECT_TRUE(stream->Write(request));
+    EXPECT_TRUE(stream->Read(&response));
+    EXPECT_EQ(response.original_request().SerializeAsString(),
+              request.SerializeAsString());
+    return response;
+  };
+  v1::ServerReflectionRequest request;
+  request.set_list_services("");
+  v1::ServerReflectionResponse response = ask(request);
+  std::vector<std::string> services;
+  for (const auto& service : response.list_services_response().service()) {
+    services.push_back(service.name());
+  }
+  EXPECT_THAT(services, ::testing::IsSupersetOf(
+                            {"kiln.v1.Kiln", "grpc.health.v1.Health",
+                             "grpc.reflection.v1.ServerReflection",
+                             "grpc.reflection.v1alpha.ServerReflection"}));
+
+  // The file defining the Kiln service, which declares it.
+  request.set_file_containing_symbol("kiln.v1.Kiln");
+  response = ask(request);
+  ASSERT_GE(response.file_descriptor_response().file_descriptor_proto_size(),
+            1);
+  google::protobuf::FileDescriptorProto file;
+  ASSERT_TRUE(file.ParseFromString(
+      response.file_descriptor_response().file_descriptor_proto(0)));
+  EXPECT_EQ(file.name(), "proto/kiln.proto");
+  EXPECT_EQ(file.package(), "kiln.v1");
+  ASSERT_GE(file.service_size(), 1);
+  EXPECT_EQ(file.service(0).name(), "Kiln");
+  // By file name (sent again when asked for by name).
+  request.set_file_by_filename("proto/kiln.proto");
+  response = ask(request);
+  ASSERT_GE(response.file_descriptor_response().file_descriptor_proto_size(),
+            1);
+  ASSERT_TRUE(file.ParseFromString(
+      response.file_descriptor_response().file_descriptor_proto(0)));
+  EXPECT_EQ(file.name(), "proto/kiln.proto");
+  // Unknown names are NOT_FOUND errors on the stream, which goes on.
+  request.set_file_by_filename("nope.proto");
+  response = ask(request);
+  EXPECT_EQ(response.error_response().error_code(),
+            grpc::StatusCode::NOT_FOUND);
+  EXPECT_THAT(response.error_response().error_message(),
+              HasSubstr("nope.proto"));
+  request.set_all_extension_numbers_of_type("kiln.v1.CompileRequest");
+  response = ask(request);
+  EXPECT_EQ(response.all_extension_numbers_response().base_type_name(),
+            "kiln.v1.CompileRequest");
+  EXPECT_EQ(response.all_extension_numbers_response().extension_number_size(),
+            0);
+  stream->WritesDone();
+  EXPECT_FALSE(stream->Read(&response));
   EXPECT_TRUE(stream->Finish().ok());
 }
 

@@ -22,7 +22,7 @@ from kiln._client import connect, embedded
 from kiln.autotuner import AutoTuner, autotune, set_autotune_inputs
 from kiln.errors import (KilnArgumentError, KilnCompileError, KilnError,
                          KilnLibraryError, KilnSourceError, KilnStatusError)
-from kiln.jit import JITKernel, compile, jit
+from kiln.jit import JITKernel, compile, compile_ir, jit
 from kiln.profiler import TensorSupplyType
 
 __version__ = "0.1.0"
@@ -45,5 +45,6 @@ PassConfigKey = _PassConfigKeys()
 __all__ = ["JITKernel", "KilnArgumentError", "KilnCompileError", "KilnError",
            "KilnLibraryError", "KilnSourceError", "KilnStatusError",
            "AutoTuner", "PassConfigKey", "__version__", "autotune", "compile",
+           "compile_ir",
            "connect", "set_autotune_inputs",
            "embedded", "jit", "language"]

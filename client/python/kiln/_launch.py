@@ -32,6 +32,17 @@ _INT_FORMATS = {"i8": "<b", "u8": "<B", "i16": "<h", "i32": "<i",
                 "i64": "<q", "u32": "<I"}
 
 
+def host_dtype(ir: str) -> str:
+    """NumPy's and torch's name for a tile-IR dtype ("" when they have
+    none)."""
+    return _IR_TO_HOST.get(ir, "")
+
+
+def ir_dtype(host: str) -> Optional[str]:
+    """The tile-IR dtype of a NumPy or torch dtype name (None: none)."""
+    return _HOST_TO_IR.get(host)
+
+
 def dtype_name(ir: str) -> str:
     """How an error message spells a dtype: ``float16 (f16)``."""
     return f"{_TILELANG_NAME.get(ir, ir)} ({ir})"
@@ -61,6 +72,11 @@ def _is_numpy(obj: Any) -> bool:
 def _is_torch(obj: Any) -> bool:
     torch = sys.modules.get("torch")
     return torch is not None and isinstance(obj, torch.Tensor)
+
+
+def is_torch_tensor(obj: Any) -> bool:
+    """Whether ``obj`` is a torch tensor (torch not imported: no)."""
+    return _is_torch(obj)
 
 
 _NUMPY_NAMES: Dict[Any, str] = {}  # numpy dtype -> name (dtype.name is slow)
@@ -93,9 +109,42 @@ def view(obj: Any, where: str) -> TensorView:
         return TensorView(obj, "torch", _HOST_TO_IR.get(name), name,
                           tuple(obj.shape), tuple(obj.stride()),
                           obj.data_ptr(), device)
+    if hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__"):
+        return view(_from_dlpack(obj, where), where)
     raise KilnArgumentError(
-        f"{where}: expected a NumPy array or a torch tensor; got "
-        f"{type(obj).__name__}")
+        f"{where}: expected a NumPy array, a torch tensor or a DLPack "
+        f"tensor; got {type(obj).__name__}")
+
+
+# DLPack device types (dlpack.h DLDeviceType).
+_DLPACK_CPU, _DLPACK_CUDA = 1, 2
+
+
+def _from_dlpack(obj: Any, where: str) -> Any:
+    """Any other array with ``__dlpack__`` (CuPy, JAX, ...), viewed without
+    a copy as a torch tensor (CUDA, or CPU where torch is loaded) or a
+    NumPy array (CPU). The view shares its memory, so outputs written in
+    place land in ``obj``; outputs made from ``out_idx`` are torch tensors
+    or NumPy arrays, which export DLPack themselves."""
+    device_type, _ = obj.__dlpack_device__()
+    torch = sys.modules.get("torch")
+    if device_type == _DLPACK_CUDA:
+        if torch is None:
+            try:
+                import torch  # noqa: F811 (CUDA DLPack tensors need torch)
+            except ImportError:
+                raise KilnArgumentError(
+                    f"{where}: a CUDA DLPack tensor needs torch to be "
+                    "launched (pip install torch)") from None
+        return torch.from_dlpack(obj)
+    if device_type != _DLPACK_CPU:
+        raise KilnArgumentError(
+            f"{where}: DLPack device type {device_type} is neither CPU (1) "
+            "nor CUDA (2)")
+    if torch is not None:
+        return torch.from_dlpack(obj)
+    import numpy as np
+    return np.from_dlpack(obj)
 
 
 def _row_major(shape: Sequence[int]) -> Tuple[int, ...]:
@@ -141,6 +190,23 @@ def check_tensor(param: Any, v: TensorView,
             f"{where}: must be contiguous (row-major); got strides "
             f"{list(v.strides)} for shape {list(v.shape)} (use "
             "np.ascontiguousarray or .contiguous())")
+
+
+def output_shape(param: Any, symbols: Dict[str, Tuple[int, str]],
+                 where: str) -> Tuple[Any, ...]:
+    """The shape of an output to allocate: its constant dims and the
+    symbols the inputs bound (check_tensor)."""
+    shape = []
+    for d in param.shape:
+        if isinstance(d, int):
+            shape.append(d)
+        elif d in symbols:
+            shape.append(symbols[d][0])
+        else:
+            raise KilnArgumentError(
+                f"{where}: cannot allocate it: symbolic dim {d} is not a dim "
+                "of any input")
+    return tuple(shape)
 
 
 def _fmt_shape(shape: Sequence[Any]) -> str:

@@ -216,16 +216,7 @@ class JITKernel:
             p = params[i] if i >= 0 else self.prim_func.globals[-1 - i]
             where = f"output '{p.name}' of {self.name}" if i >= 0 else \
                 f"T.alloc_global tensor {p.name} of {self.name}"
-            shape = []
-            for d in p.shape:
-                if isinstance(d, int):
-                    shape.append(d)
-                elif d in symbols:
-                    shape.append(symbols[d][0])
-                else:
-                    raise KilnArgumentError(
-                        f"{where}: cannot allocate it: symbolic dim {d} is "
-                        "not a dim of any input")
+            shape = _launch.output_shape(p, symbols, where)
             if not views:
                 raise KilnArgumentError(
                     f"{where}: no input tensor says whether to allocate "
@@ -262,7 +253,11 @@ class JITKernel:
             torch = sys.modules["torch"]
             for out, _ in shared.values():
                 out.record_stream(torch.cuda.ExternalStream(stream))
-        if device != "cpu" and all(v.kind == "torch" for v in views):
+        # (Only for torch tensors passed as such: a DLPack argument is
+        # viewed anew on every call.)
+        if device != "cpu" and all(
+                _launch.is_torch_tensor(a) for i, a in zip(inputs, args)
+                if params[i].is_tensor):
             self._fast = _FastLaunch(self, handles, marshalled, inputs, args,
                                      outputs, shared, device)
         if not outputs:
@@ -556,3 +551,54 @@ def compile(prim_func: PrimFunc, out_idx: OutIdx = None,  # noqa: A001
             **_options: Any) -> JITKernel:
     """``tilelang.compile``: a JITKernel from a prim_func."""
     return JITKernel(prim_func, out_idx, target, bindings)
+
+
+def compile_ir(text: str, kernel: Optional[str] = None,
+               target: str = "auto",
+               bindings: Optional[Dict[str, int]] = None,
+               out_idx: OutIdx = None,
+               filename: str = "kernel.tile") -> JITKernel:
+    """Compiles tile-IR text (the language-neutral IR, compiler/docs/
+    tile-ir.md) for ``target`` now and returns it as a launchable kernel:
+    the parameters, their dtypes and shapes come from the launch metadata,
+    so calls are checked and ``out_idx`` outputs allocated as for a DSL
+    kernel. ``kernel`` picks one of several kernels in the text;
+    ``bindings`` give the tunables their values. Errors are
+    KilnCompileError with ``filename:LINE:COL``."""
+    bindings = {k: int(v) for k, v in (bindings or {}).items()}
+    client = _client.default_client()
+    handle = client.compile(text, kernel, target, sorted(bindings.items()),
+                            filename)
+    name, params, symbols = _params_of(handle.metadata)
+    prim = PrimFunc(name, text, params, symbols,
+                    {k: (v,) for k, v in bindings.items()}, filename, 0, {})
+    result = JITKernel(prim, out_idx, target, bindings)
+    result._handles[target] = (client, [handle])
+    return result
+
+
+def _params_of(metadata: str) -> Tuple[str, List[Any], List[str]]:
+    """The kernel name, parameters and dynamic symbols of a launch
+    metadata document (compiler/docs/kernel-handle.md)."""
+    from kiln._dsl.frontend import Param
+    name, symbols, params = "", [], []
+    strides: Dict[str, Tuple[str, ...]] = {}
+    for line in metadata.splitlines():
+        f = line.split()
+        if not f:
+            continue
+        if f[0] == "name":
+            name = f[1]
+        elif f[0] == "symbols":
+            symbols = f[1:]
+        elif f[0] == "param" and f[2] == "tensor":
+            shape = tuple(int(d) if re.fullmatch(r"\d+", d) else d
+                          for d in f[4:])
+            params.append(Param(f[1], f[3], shape))
+        elif f[0] == "param":
+            params.append(Param(f[1], f[3]))
+        elif f[0] == "strides":
+            strides[f[1]] = tuple(f[2:])
+    for p in params:
+        p.strides = strides.get(p.name)
+    return name, params, symbols
