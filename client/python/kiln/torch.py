@@ -195,9 +195,9 @@ def _fake(kernel: JITKernel) -> Callable[..., Any]:
     torch = _torch()
     outs = len(kernel.out_idx)
 
+    inputs = [i for i in range(len(kernel.params)) if i not in kernel.out_idx]
+
     def fake(*args: Any) -> Any:
-        inputs = [i for i in range(len(kernel.params))
-                  if i not in kernel.out_idx]
         symbols: Dict[str, Tuple[int, str]] = {}
         device = None
         for i, arg in zip(inputs, args):
