@@ -575,13 +575,9 @@ TEST(OwnedFragmentTest, RowVectorsOfOwnedFragmentsLiveInTheirRowsLanes) {
                 ::testing::StartsWith("registers, rows of thread-owned"));
     EXPECT_EQ(Layout(*plan, "s"), Layout(*plan, "m"));
   }
-  // Copied out, read outside a parallel, or by a row parallel that stores
-  // to memory: shared memory as before.
+  // Copied out or read outside a parallel: shared memory as before.
   for (const std::string& use : {std::string("  copy s -> Z[bx * 4:+4, 0]\n"),
-                                 std::string("  fill ys, s[0]\n"),
-                                 std::string("  parallel (r) in (4) {\n"
-                                             "    Z[bx * 4 + r, 0] = s[r]\n"
-                                             "  }\n")}) {
+                                 std::string("  fill ys, s[0]\n")}) {
     SCOPED_TRACE(use);
     auto plan = PlanOf(RowKernel("  copy X[bx * 4:+4, 0:+256] -> xs\n"
                                  "  reduce.sum xs -> s, dim=1\n" +
@@ -589,6 +585,132 @@ TEST(OwnedFragmentTest, RowVectorsOfOwnedFragmentsLiveInTheirRowsLanes) {
                        "sm_90a");
     ASSERT_TRUE(plan.ok()) << plan.status();
     EXPECT_EQ(Layout(*plan, "s"), "shared (fragment)");
+  }
+}
+
+TEST(OwnedFragmentTest, ARowParallelStoringToATensorKeepsItsRowsInRegisters) {
+  // A norm's per-row statistics stored to a tensor (LayerNorm's Mean): the
+  // rows stay in registers and one lane per row stores.
+  const std::string k = RowKernel(
+      "  copy X[bx * 4:+4, 0:+256] -> xs\n"
+      "  reduce.sum xs -> s, dim=1\n"
+      "  parallel (r) in (4) {\n"
+      "    s[r] = s[r] / 256.0\n"
+      "    Z[bx * 4 + r, 0] = s[r]\n"
+      "  }\n"
+      "  parallel (i, j) in (4, 256) {\n"
+      "    xs[i, j] = xs[i, j] - s[i]\n"
+      "  }\n"
+      "  copy xs -> Y[bx * 4:+4, 0:+256]\n");
+  for (const char* target : kTargets) {
+    SCOPED_TRACE(target);
+    auto plan = PlanOf(k, target);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    EXPECT_THAT(Layout(*plan, "s"), StartsWith("registers, rows of"));
+  }
+}
+
+TEST(OwnedFragmentTest, ARowWiderThanTheBlockTakesOneRegisterPerThread) {
+  // 1 x 4096 f32 over 128 threads: each thread holds 8 chunks of the one
+  // row, which share one row register (its 128 lanes span 4 waves).
+  const std::string k =
+      "kernel k(A: f32[M, 4096], B: f32[M, 4096])\n"
+      "  grid(M) threads(128) (bx) {\n"
+      "  alloc fragment a: f32[1, 4096]\n"
+      "  alloc fragment s: f32[1]\n"
+      "  copy A[bx:+1, :] -> a\n"
+      "  reduce.sum a -> s, dim=1\n"
+      "  parallel (i, j) in (1, 4096) {\n"
+      "    a[i, j] = a[i, j] * s[i]\n"
+      "  }\n"
+      "  copy a -> B[bx:+1, :]\n"
+      "}\n";
+  for (const char* target : {"sm_80", "sm_90a"}) {
+    SCOPED_TRACE(target);
+    auto plan = PlanOf(k, target);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    EXPECT_EQ(Layout(*plan, "s"),
+              "registers, rows of thread-owned chunks of 4 columns over 128 "
+              "threads, 1 per thread (128 lanes per row)");
+  }
+}
+
+TEST(OwnedFragmentTest, AStagingSharedTileMetOnlyElementWiseLivesInRegisters) {
+  // TileLang's habit: a row staged through shared memory, then copied or
+  // read element-wise into fragments; gamma [D] read by the trailing
+  // variable of a (1, D) loop. No element passes between threads, so
+  // registers hold them and the kernel needs no shared tile at all.
+  const std::string k =
+      "kernel k(X: bf16[M, 1024], G: bf16[1024], Y: bf16[M, 1024])\n"
+      "  grid(M) threads(128) (bx) {\n"
+      "  alloc shared xs_s: bf16[1, 1024]\n"
+      "  alloc shared g_s: bf16[1024]\n"
+      "  alloc fragment x: f32[1, 1024]\n"
+      "  copy X[bx:+1, 0:+1024] -> xs_s\n"
+      "  copy G -> g_s\n"
+      "  parallel (i, j) in (1, 1024) {\n"
+      "    x[i, j] = f32(xs_s[i, j])\n"
+      "  }\n"
+      "  parallel (i2, j2) in (1, 1024) {\n"
+      "    xs_s[i2, j2] = bf16(x[i2, j2] * f32(g_s[j2]))\n"
+      "  }\n"
+      "  copy xs_s -> Y[bx:+1, 0:+1024]\n"
+      "}\n";
+  for (const char* target : kTargets) {
+    SCOPED_TRACE(target);
+    auto plan = PlanOf(k, target);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    for (const char* tile : {"xs_s", "g_s", "x"}) {
+      EXPECT_THAT(Layout(*plan, tile), StartsWith("registers, thread-owned"))
+          << tile;
+    }
+    EXPECT_THAT(*plan, Not(HasSubstr("  xs_s  ")));  // no shared bytes
+  }
+  // Read transposed (TileLang's transpose), by a gemm, or outside a
+  // parallel: threads exchange elements through it, so it stays shared.
+  const std::map<std::string, std::string> exchanges = {
+      {"transposed",
+       "  parallel (i, j) in (32, 32) {\n"
+       "    o[i, j] = t[j, i]\n"
+       "  }\n"},
+      {"a gemm operand", "  gemm t, t -> acc\n"},
+      {"outside a parallel", "  fill o, t[0, 0]\n"},
+  };
+  for (const auto& [what, use] : exchanges) {
+    SCOPED_TRACE(what);
+    auto plan = PlanOf(
+        "kernel k(X: f16[M, 32], Y: f16[M, 32])\n"
+        "  grid(ceildiv(M, 32)) threads(128) (bx) {\n"
+        "  alloc shared t: f16[32, 32]\n"
+        "  alloc fragment o: f16[32, 32]\n"
+        "  alloc fragment acc: f32[32, 32]\n"
+        "  copy X[bx * 32:+32, 0:+32] -> t\n" +
+            use + "  copy o -> Y[bx * 32:+32, 0:+32]\n}\n",
+        "sm_90a");
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    EXPECT_THAT(Layout(*plan, "t"), StartsWith("shared"));
+  }
+}
+
+TEST(OwnedFragmentTest, ARankOneTileReducesAsOneRow) {
+  // TileLang's online softmax: x [BN] reduced whole into max_x [1].
+  const std::string k =
+      "kernel k(X: f16[M, 2048], Y: f16[M, 2048])\n"
+      "  grid(M) threads(128) (bx) {\n"
+      "  alloc fragment x: f16[2048]\n"
+      "  alloc fragment m: f32[1]\n"
+      "  copy X[bx, 0:+2048] -> x\n"
+      "  reduce.max x -> m, dim=0\n"
+      "  parallel (j) in (2048) {\n"
+      "    x[j] = f16(exp(f32(x[j]) - m[0]))\n"
+      "  }\n"
+      "  copy x -> Y[bx, 0:+2048]\n"
+      "}\n";
+  for (const char* target : kTargets) {
+    SCOPED_TRACE(target);
+    auto plan = PlanOf(k, target);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    EXPECT_THAT(Layout(*plan, "x"), StartsWith("registers, thread-owned"));
   }
 }
 

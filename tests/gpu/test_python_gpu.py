@@ -90,6 +90,46 @@ def test_rms_norm():
                                atol=2e-2)
 
 
+@pytest.mark.parametrize("m,n,blk_m", [(4097, 4096, 1), (999, 1024, 4)])
+def test_tilelang_rms_norm_example_on_cuda(m, n, blk_m):
+    # TileLang's one-pass example: the row staged through a shared tile
+    # that the plan holds in registers, its sum of squares in the row's
+    # lanes (a row wider than the block's chunks).
+    x = randn(m, n, dtype=torch.float32)
+    y = kernels.rms_norm_row(m, n, blk_m=blk_m)(x)
+    torch.cuda.synchronize()
+    want = x * (torch.rsqrt(x.pow(2).mean(-1, keepdim=True)) + 1e-12)
+    torch.testing.assert_close(y, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("m,d,threads", [(1025, 4096, 256), (77, 1536, 128)])
+def test_tilelang_layer_norm_example_on_cuda(m, d, threads):
+    # Gamma and beta staged in shared tiles read by the trailing loop
+    # variable; Mean and Rstd stored by one lane per row.
+    x = randn(m, d, dtype=torch.bfloat16) * 2 + 0.5
+    g, b = randn(d, dtype=torch.bfloat16), randn(d, dtype=torch.bfloat16)
+    y, mean, rstd = kernels.layer_norm_fwd(m, d, threads=threads)(x, g, b)
+    torch.cuda.synchronize()
+    xf = x.float()
+    torch.testing.assert_close(mean, xf.mean(-1), rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(
+        rstd, torch.rsqrt(xf.var(-1, unbiased=False) + 1e-5), rtol=1e-3,
+        atol=1e-3)
+    torch.testing.assert_close(
+        y.float(), torch.nn.functional.layer_norm(xf, (d,), g.float(),
+                                                  b.float(), eps=1e-5),
+        rtol=2e-2, atol=5e-2)
+
+
+@pytest.mark.parametrize("m,n", [(333, 4096), (64, 1000), (5, 9000)])
+def test_tilelang_online_softmax_example_on_cuda(m, n):
+    x = randn(m, n) * 3
+    y = kernels.online_softmax(m, n)(x)
+    torch.cuda.synchronize()
+    torch.testing.assert_close(y.float(), torch.softmax(x.float(), -1),
+                               rtol=1e-2, atol=1e-3)
+
+
 def test_launches_on_the_current_stream():
     kernel = kernels.scale_add()
     x, bias = randn(10000, dtype=torch.float32), randn(4, dtype=torch.float32)

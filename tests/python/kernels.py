@@ -186,6 +186,122 @@ def rms_norm(M, N, block_M=2, block_N=512, eps=1e-6, dtype="bfloat16"):
     return main
 
 
+@kiln.jit(out_idx=[-1])
+def rms_norm_row(M, N, blk_m=1, threads=128, dtype="float"):
+    """TileLang's one-pass RMSNorm example as written (no weight; its
+    `rsqrt(ms) + 1e-12` kept): the whole row staged in shared memory, copied
+    into a fragment, squared into a second fragment, reduced, scaled."""
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), dtype), B: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(M, blk_m), threads=threads) as bx:
+            A_shared = T.alloc_shared((blk_m, N), dtype)
+            A_pow_local = T.alloc_fragment((blk_m, N), dtype)
+            A_local = T.alloc_fragment((blk_m, N), dtype)
+            A_powsum = T.alloc_fragment((blk_m,), dtype)
+            T.copy(A[bx * blk_m:(bx + 1) * blk_m, :], A_shared)
+            T.copy(A_shared, A_local)
+            for i, j in T.Parallel(blk_m, N):
+                A_pow_local[i, j] = A_local[i, j] * A_local[i, j]
+            T.reduce_sum(A_pow_local, A_powsum, dim=1)
+            for i in T.Parallel(blk_m):
+                A_powsum[i] = T.rsqrt(A_powsum[i] / N) + 1e-12
+            for i, j in T.Parallel(blk_m, N):
+                A_local[i, j] *= A_powsum[i]
+            T.copy(A_local, B[bx * blk_m:(bx + 1) * blk_m, :])
+
+    return main
+
+
+@kiln.jit(out_idx=[-3, -2, -1])
+def layer_norm_fwd(N, D, eps=1e-5, blk_m=1, threads=256,
+                   in_dtype="bfloat16", out_dtype="bfloat16"):
+    """TileLang's LayerNorm forward example as written: X, gamma and beta
+    staged in shared memory, f32 statistics from two row sums, Mean and
+    Rstd stored element by element, Y written back through X's tile."""
+    accum = "float"
+
+    @T.prim_func
+    def main(X: T.Tensor((N, D), in_dtype), gamma: T.Tensor((D,), in_dtype),
+             beta: T.Tensor((D,), in_dtype), Y: T.Tensor((N, D), out_dtype),
+             Mean: T.Tensor((N,), accum), Rstd: T.Tensor((N,), accum)):
+        with T.Kernel(T.ceildiv(N, blk_m), threads=threads) as bx:
+            X_smem = T.alloc_shared((blk_m, D), in_dtype)
+            G_smem = T.alloc_shared((D,), in_dtype)
+            B_smem = T.alloc_shared((D,), in_dtype)
+            X_local = T.alloc_fragment((blk_m, D), accum)
+            X_sq_local = T.alloc_fragment((blk_m, D), accum)
+            sum_row = T.alloc_fragment((blk_m,), accum)
+            sumsq_row = T.alloc_fragment((blk_m,), accum)
+            mean_row = T.alloc_fragment((blk_m,), accum)
+            rstd_row = T.alloc_fragment((blk_m,), accum)
+            T.copy(X[bx * blk_m, 0], X_smem)
+            T.copy(gamma, G_smem)
+            T.copy(beta, B_smem)
+            for i, j in T.Parallel(blk_m, D):
+                X_local[i, j] = T.Cast(accum, X_smem[i, j])
+            for i, j in T.Parallel(blk_m, D):
+                X_sq_local[i, j] = X_local[i, j] * X_local[i, j]
+            T.reduce_sum(X_local, sum_row, dim=1)
+            T.reduce_sum(X_sq_local, sumsq_row, dim=1)
+            inv_d = T.float32(1.0) / T.Cast(accum, D)
+            for i in T.Parallel(blk_m):
+                mean_row[i] = sum_row[i] * inv_d
+                rstd_row[i] = T.rsqrt(sumsq_row[i] * inv_d -
+                                      mean_row[i] * mean_row[i] +
+                                      T.Cast(accum, eps))
+                Mean[bx * blk_m + i] = mean_row[i]
+                Rstd[bx * blk_m + i] = rstd_row[i]
+            for i, j in T.Parallel(blk_m, D):
+                norm = (X_local[i, j] - mean_row[i]) * rstd_row[i]
+                X_smem[i, j] = T.Cast(out_dtype,
+                                      norm * T.Cast(accum, G_smem[j]) +
+                                      T.Cast(accum, B_smem[j]))
+            T.copy(X_smem, Y[bx * blk_m, 0])
+
+    return main
+
+
+@kiln.jit(out_idx=[1])
+def online_softmax(M, N, dtype="float16"):
+    """TileLang's online-softmax example as written: BN the next power of
+    two of N (at most 8192), a base-2 log-sum-exp pass, then a write pass;
+    the running lse updated element-wise outside any T.Parallel."""
+    BN = min(kiln.next_power_of_2(N), 8192)
+    NN = kiln.cdiv(N, BN)
+    accum = "float"
+    log2e = 1.44269504
+
+    @T.prim_func
+    def main(X: T.Tensor([M, N], dtype), Y: T.Tensor([M, N], dtype)):
+        with T.Kernel(M, threads=128) as (i_m):
+            x = T.alloc_fragment([BN], dtype)
+            y = T.alloc_fragment([BN], dtype)
+            lse = T.alloc_fragment([1], accum)
+            max_x = T.alloc_fragment([1], dtype)
+            exp_x = T.alloc_fragment([BN], accum)
+            sum_exp_x = T.alloc_fragment([1], accum)
+            T.fill(lse, -T.infinity(accum))
+            for i_n in T.Pipelined(0, NN):
+                T.copy(X[i_m, i_n * BN:(i_n + 1) * BN], x)
+                T.reduce_max(x, max_x, dim=0, clear=True)
+                for j in T.Parallel(BN):
+                    exp_x[j] = T.if_then_else(
+                        j + i_n * BN < N,
+                        T.exp2(x[j] * log2e - max_x[0] * log2e), 0)
+                T.reduce_sum(exp_x, sum_exp_x, dim=0, clear=True)
+                lse[0] = max_x[0] * log2e + T.log2(
+                    T.exp2(lse[0] - max_x[0] * log2e) + sum_exp_x[0])
+            for i_n in T.Pipelined(0, NN):
+                T.copy(X[i_m, i_n * BN:(i_n + 1) * BN], x)
+                for j in T.Parallel(BN):
+                    if j + i_n * BN < N:
+                        y[j] = T.exp2(x[j] * log2e - lse[0])
+                T.copy(y, Y[i_m, i_n * BN:(i_n + 1) * BN])
+
+    return main
+
+
 @kiln.jit(out_idx=[2])
 def scale_add(block=1024, dtype="float32"):
     """Y = alpha * X + Bias[n % 4] over a flat symbolic length N."""

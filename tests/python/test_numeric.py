@@ -104,6 +104,51 @@ def test_rms_norm(backend, rng):
                                atol=1e-2)
 
 
+@pytest.mark.parametrize("blk_m", [1, 4])
+def test_tilelang_rms_norm_example(backend, rng, blk_m):
+    # TileLang's one-pass example: the whole row in a fragment; a ragged
+    # last block of rows when blk_m > 1.
+    m, n = ragged(rng, 5, 40, 4), 256 * int(rng.integers(1, 4))
+    kernel = kernels.rms_norm_row(m, n, blk_m=blk_m)
+    x = rng.standard_normal((m, n)).astype(np.float32)
+    y = kernel(x)
+    xf = x.astype(np.float64)
+    ref = xf * (1 / np.sqrt((xf ** 2).mean(1, keepdims=True)) + 1e-12)
+    np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-5)
+
+
+def test_tilelang_layer_norm_example(backend, rng):
+    m, d = ragged(rng, 3, 30), 128 * int(rng.integers(2, 9))
+    kernel = kernels.layer_norm_fwd(m, d, threads=128, in_dtype="float16",
+                                    out_dtype="float16")
+    x = (rng.standard_normal((m, d)) * 2 + 0.5).astype(np.float16)
+    g, b = (rng.standard_normal(d).astype(np.float16) for _ in range(2))
+    y, mean, rstd = kernel(x, g, b)
+    xf = x.astype(np.float64)
+    mu = xf.mean(1)
+    rs = 1 / np.sqrt(xf.var(1) + 1e-5)
+    np.testing.assert_allclose(mean, mu, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(rstd, rs, rtol=1e-3)
+    ref = (xf - mu[:, None]) * rs[:, None] * g + b
+    np.testing.assert_allclose(y.astype(np.float64), ref, rtol=2e-2,
+                               atol=2e-2)
+
+
+@pytest.mark.parametrize("n", [1000, 4096, 9000])
+def test_tilelang_online_softmax_example(backend, rng, n):
+    # N = 1000 masks a 1024-wide tile; N = 9000 takes two 8192-wide tiles,
+    # the second mostly past the row end.
+    m = ragged(rng, 2, 12)
+    kernel = kernels.online_softmax(m, n)
+    x = (rng.standard_normal((m, n)) * 3).astype(np.float16)
+    y = kernel(x)
+    xf = x.astype(np.float64)
+    e = np.exp(xf - xf.max(1, keepdims=True))
+    np.testing.assert_allclose(y.astype(np.float64),
+                               e / e.sum(1, keepdims=True),
+                               rtol=1e-2, atol=1e-4)
+
+
 def test_elementwise_symbolic_dim_and_scalar(backend, rng):
     kernel = kernels.scale_add()
     n = ragged(rng, 1, 5000)

@@ -28,6 +28,7 @@ from kiln.profiler import TensorSupplyType
 __version__ = "0.1.0"
 
 cdiv = math.cdiv
+next_power_of_2 = math.next_power_of_2
 
 
 class _PassConfigKeys:

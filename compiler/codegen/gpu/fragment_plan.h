@@ -137,10 +137,21 @@ struct RowFragment {
   // A row's lanes span several waves: reductions meet in the scratch.
   bool own_across_waves = false;
   bool owned() const { return own_cols > 0; }
-  // Lanes holding one row (owned rows): the chunks of a row.
-  int64_t own_lanes() const { return own_cols / own_vec; }
+  // Chunks of one row each thread holds: a row wider than the block's
+  // chunks (own_cols / own_vec a multiple of own_threads) lies in
+  // own_group consecutive chunks of every thread, which share one register
+  // (kiln::OwnRowLayout); otherwise 1.
+  int64_t own_group() const {
+    const int64_t chunks = own_cols / own_vec;
+    return chunks > own_threads && chunks % own_threads == 0
+               ? chunks / own_threads
+               : 1;
+  }
+  // Lanes holding one row (owned rows): the chunks of a row over the chunks
+  // of it each thread holds.
+  int64_t own_lanes() const { return own_cols / own_vec / own_group(); }
   int64_t regs() const {
-    return owned() ? m * own_cols / own_threads / own_vec
+    return owned() ? m * own_cols / own_threads / own_vec / own_group()
                    : m / warps_m / tile_m * rows_per_lane;
   }
 };

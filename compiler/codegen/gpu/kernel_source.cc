@@ -36,9 +36,12 @@ absl::StatusOr<std::string> Emitter::Offset(const Buf& b,
                                " accessed outside its own rows");
   }
   if (b.own) {
-    bool ok = !own_q_.empty() && idx.size() == own_vars_.size();
+    // Indexed by the loop's variables, or by its trailing ones (a tile of
+    // lower rank under leading extents of 1: owned_fragments.cc).
+    bool ok = !own_q_.empty() && idx.size() <= own_vars_.size();
+    const size_t off = own_vars_.size() - idx.size();
     for (size_t d = 0; ok && d < idx.size(); ++d) {
-      ok = idx[d].kind == ExprKind::kVar && idx[d].name == own_vars_[d];
+      ok = idx[d].kind == ExprKind::kVar && idx[d].name == own_vars_[off + d];
     }
     if (!ok) {
       return absl::InternalError("thread-owned fragment " + b.code +
@@ -230,12 +233,21 @@ absl::Status Emitter::ForElements(
     std::string saved_q = row_q_, saved_var = row_var_;
     row_q_ = q;
     row_var_ = names[0];
-    if (lane0_only) {
+    // Rows of owned fragments: every lane runs the body (its registers must
+    // all change), one lane per row makes its tensor stores.
+    const bool lead_stores = lane0_only && row->row->owned();
+    if (lead_stores) {
+      store_lead_ = StrCat(row->layout, "::lead(", q, ")");
+    } else if (lane0_only) {
       Open(StrCat("if ((threadIdx.x & ", dialect_.acc.row_group_lanes - 1,
                   ") == 0)"));
     }
     absl::Status st = body(ivs);
-    if (lane0_only) Close();
+    if (lead_stores) {
+      store_lead_.clear();
+    } else if (lane0_only) {
+      Close();
+    }
     row_q_ = saved_q;
     row_var_ = saved_var;
     Close();
@@ -422,7 +434,12 @@ absl::Status Emitter::EmitStmt(const Stmt& s, bool element) {
           }
           auto c = StoreCode(n.name, n.indices, n.op, n.value);
           if (!c.ok()) return c.status();
-          Line(*c);
+          const Buf* target = FindBuf(n.name);
+          if (!store_lead_.empty() && (!target || target->tensor)) {
+            Line("if (" + store_lead_ + ") " + *c);
+          } else {
+            Line(*c);
+          }
           return absl::OkStatus();
         } else if constexpr (std::is_same_v<T, IfStmt>) {
           const std::optional<bool> known =

@@ -462,6 +462,9 @@ class Emitter {
   // Row-vector context: the register index and the row variable.
   std::string row_q_;
   std::string row_var_;
+  // Inside a row `parallel` over owned rows that stores to a tensor: the
+  // condition (OwnRowLayout::lead) under which a tensor store is made.
+  std::string store_lead_;
   int uid_ = 0;
 
   // ---- a split loop's first part (kp_.full_tiles, full_tiles.cc): the

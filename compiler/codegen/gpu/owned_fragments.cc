@@ -2,17 +2,23 @@
 // registers by the threads that use them, chunk-wise, for element-wise and
 // memory-bound kernels (norms, softmax, casts, element-wise maps).
 //
-// A candidate is a rank-1 or rank-2 fragment with constant dims, not placed
-// by the earlier steps, whose elements divide evenly over the block. It
+// A candidate is a rank-1 or rank-2 fragment or shared tile with constant
+// dims, not placed by the earlier steps, whose elements divide evenly over
+// the block: a shared tile met only in the ways below (TileLang's habit of
+// staging a row through shared memory: copy X -> X_shared -> X_local) never
+// passes an element from one thread to another, so registers hold it
+// without the round trip and its barriers. It
 // stays a candidate while every use is one of
 //   - a copy of the whole fragment, from or to a tensor, a shared tile or
 //     another candidate of the same shape (not a register accumulator);
 //   - a fill of the whole fragment;
 //   - the source of a whole reduction along its last dim (the destination
-//     elsewhere: shared memory);
+//     elsewhere: shared memory; a rank-1 tile reduces as one row);
 //   - an element access inside a `parallel` whose extents are the
 //     fragment's dims, indexed by the loop variables in order, with no
-//     accumulator or row vector in the same body;
+//     accumulator or row vector in the same body (a fragment of lower rank
+//     may be indexed by the trailing variables when the leading extents
+//     are 1 and a full-rank candidate is met there too);
 // and is dropped on any other (a gemm, cumsum or atomic operand, a slice,
 // an element read outside a `parallel`, a reduction into it), to a
 // fixpoint. Candidates meeting in one copy or one `parallel` must own their
@@ -20,7 +26,8 @@
 // copies want (16 bytes of the narrowest tensor they copy), halved until
 // the columns and the block divide evenly (a class may mix owned and
 // shared members: copies and `parallel`s between them go element by
-// element). The largest are dropped while the registers exceed the budget.
+// element). While the registers exceed the budget, the largest shared tile
+// is dropped (back to shared memory), then the largest fragment.
 #include <functional>
 
 #include "compiler/codegen/gpu/fragment_plan.h"
@@ -76,17 +83,29 @@ struct Scan {
 
   void Parallel(const ParallelStmt& p) {
     std::vector<std::string> used;
+    std::vector<std::string> lower;  // indexed by trailing variables only
+    bool full_rank = false;
     bool mixed = false;
     auto access = [&](const std::string& name, const std::vector<Expr>& idx) {
       if (InRegisters(name)) mixed = true;
       if (!IsCand(name)) return;
       const TileInfo* t = Tile(name);
-      bool ok = idx.size() == p.vars.size() && idx.size() == t->dims.size();
+      // Indexed by the loop variables in order; or, a tile of lower rank
+      // (LayerNorm's gamma [D] in a (1, D) loop), by the trailing ones when
+      // every leading extent is 1: the same elements of the same threads.
+      const size_t off = p.vars.size() - std::min(p.vars.size(), idx.size());
+      bool ok = idx.size() == t->dims.size() && idx.size() <= p.vars.size();
+      for (size_t d = 0; ok && d < off; ++d) ok = FoldInt(p.extents[d]) == 1;
       for (size_t d = 0; ok && d < idx.size(); ++d) {
-        ok = idx[d].kind == ExprKind::kVar && idx[d].name == p.vars[d] &&
-             FoldInt(p.extents[d]) == t->dims[d];
+        ok = idx[d].kind == ExprKind::kVar && idx[d].name == p.vars[off + d] &&
+             FoldInt(p.extents[off + d]) == t->dims[d];
       }
       if (!ok) bad.insert(name);
+      if (off == 0) {
+        full_rank = true;
+      } else {
+        lower.push_back(name);
+      }
       used.push_back(name);
     };
     std::function<void(const Block&)> body = [&](const Block& b) {
@@ -120,6 +139,11 @@ struct Scan {
       }
     };
     body(p.body);
+    // The loop runs over a full-rank member's elements: without one, the
+    // lower-rank members are not owned.
+    if (!full_rank) {
+      for (const std::string& u : lower) bad.insert(u);
+    }
     for (const std::string& u : used) {
       if (mixed) bad.insert(u);
       classes.Union(u, used[0]);
@@ -180,8 +204,11 @@ struct Scan {
                   if (IsCand(n.dst.name)) bad.insert(n.dst.name);
                   if (IsCand(n.src.name)) {
                     const TileInfo* t = Tile(n.src.name);
-                    if (!Whole(n.src) || t->dims.size() != 2 || n.dim != 1 ||
-                        !Whole(n.dst) || InRegisters(n.dst.name)) {
+                    // Along the last dim: a rank-1 tile is one row.
+                    const bool last = (t->dims.size() == 2 && n.dim == 1) ||
+                                      (t->dims.size() == 1 && n.dim == 0);
+                    if (!Whole(n.src) || !last || !Whole(n.dst) ||
+                        InRegisters(n.dst.name)) {
                       bad.insert(n.src.name);
                     }
                   }
@@ -222,7 +249,7 @@ void PlanOwned(const Kernel& k, int64_t threads, int64_t budget,
                FragmentPlan* plan) {
   std::set<std::string> cand;
   for (const auto& [name, t] : plan->tiles) {
-    if (t.scope != Scope::kFragment || plan->registers.count(name) ||
+    if (t.scope == Scope::kLocal || plan->registers.count(name) ||
         plan->rows.count(name) || plan->packed.count(name) ||
         plan->uniform.count(name)) {
       continue;
@@ -300,9 +327,19 @@ void PlanOwned(const Kernel& k, int64_t threads, int64_t budget,
       total += o.regs();
     }
     if (total > budget && !owned.empty()) {
+      // Shared tiles go back to shared memory first (largest first), so a
+      // staging tile never takes a fragment's registers.
+      auto shared_first = [&](const std::string& n) {
+        return plan->tiles.at(n).scope == Scope::kShared;
+      };
       auto largest = owned.begin();
       for (auto it = owned.begin(); it != owned.end(); ++it) {
-        if (it->second.regs() > largest->second.regs()) largest = it;
+        const bool a = shared_first(it->first),
+                   b = shared_first(largest->first);
+        if ((a && !b) ||
+            (a == b && it->second.regs() > largest->second.regs())) {
+          largest = it;
+        }
       }
       cand.erase(largest->first);
       continue;

@@ -12,14 +12,17 @@
 //   - an element read inside a `parallel` over such a fragment's index
 //     space, indexed by its first variable;
 //   - a `parallel` over the vector's rows whose body reads and writes only
-//     candidates (indexed by its variable), scalars and tensors, and stores
-//     nothing to memory (it runs in every lane of a row, alike);
+//     candidates (indexed by its variable), scalars and tensors (it runs in
+//     every lane of a row, alike; a store to a tensor, such as a norm's
+//     per-row mean, is made by the row's first lane alone);
 // and all the owned fragments it meets (directly or through a row
 // `parallel` shared with other candidates) have one layout whose rows'
 // chunks sit in whole aligned groups of lanes: register k of thread t holds
 // the row of the thread's chunk k, so a reduction ends with every lane of the
 // row holding its value (a butterfly within a wave; across the waves of a
-// row, through the scratch). Anything else leaves it in shared memory.
+// row, through the scratch). A row wider than the block's chunks lies in
+// several chunks of every thread, which share one register and combine
+// before the butterfly. Anything else leaves it in shared memory.
 #include <functional>
 #include <map>
 #include <optional>
@@ -119,14 +122,16 @@ struct Scan {
         return;
       }
       if (const OwnedFragment* o = Owned(name)) {
-        over = o;
+        // (The loop's index space is its full-rank owned fragments'; a
+        // lower-rank one indexed by trailing variables rides along.)
+        if (over == nullptr || o->rank > over->rank) over = o;
         others.insert(name);
       } else if (plan.tiles.count(name)) {
         others.insert(name);  // a fragment or tile placed otherwise
         if (is_store) stores_elsewhere = true;
-      } else if (is_store) {
-        stores_elsewhere = true;  // a tensor
       }
+      // (A tensor store in a row `parallel` is made by one lane per row:
+      // OwnRowLayout::lead.)
     };
     Body(
         p.body, [&](const Expr& l) { note(l.name, l.args, false); },
@@ -209,9 +214,12 @@ struct Scan {
 };
 
 // Whether the rows of `o` sit in whole aligned groups of lanes: within one
-// wave (a power of two dividing it) or across whole waves.
+// wave (a power of two dividing it) or across whole waves. A row of more
+// chunks than threads (a multiple of them) spans every lane of the block,
+// each thread holding several of its chunks (RowFragment::own_group).
 bool RowsInLaneGroups(const OwnedFragment& o, int64_t wave) {
-  const int64_t lanes = o.cols / o.vec;
+  int64_t lanes = o.cols / o.vec;
+  if (lanes > o.threads && lanes % o.threads == 0) lanes = o.threads;
   if (lanes <= 0 || o.threads % lanes != 0) return false;
   if (lanes <= wave) return (lanes & (lanes - 1)) == 0 && wave % lanes == 0;
   return lanes % wave == 0;
@@ -274,7 +282,7 @@ void PlanOwnedRows(const Kernel& k, int64_t wave, FragmentPlan* plan) {
     r.own_cols = o.cols;
     r.own_threads = o.threads;
     r.own_vec = o.vec;
-    r.own_across_waves = o.cols / o.vec > wave;
+    r.own_across_waves = r.own_lanes() > wave;
     plan->rows[c] = r;
   }
 }

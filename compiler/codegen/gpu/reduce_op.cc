@@ -196,6 +196,23 @@ absl::Status Emitter::EmitReduce(const ReduceStmt& r, const Loc& loc) {
     return absl::OkStatus();
   };
 
+  // Declares `part[rows]` and combines into part[c / group] each of the
+  // thread's chunks c of a thread-owned source (a row wider than the
+  // block's chunks lies in `group` consecutive chunks of every thread).
+  auto combine_row_chunks =
+      [&](const Buf& ob, const std::string& part, int64_t rows, int64_t group,
+          const std::string& c, const std::string& u) -> absl::Status {
+    Line(StrCat(acc_type, " ", part, "[", rows, "];"));
+    Line("#pragma unroll");
+    Line(StrCat("for (int ", c, " = 0; ", c, " < ", rows, "; ++", c, ") ", part,
+                "[", c, "] = ", init, ";"));
+    KILN_GPU_RETURN_IF_ERROR(open_chunk_partials(ob, c, u));
+    Line(StrCat(part, "[", c, " / ", group, "] = ", op_name, "()(", part, "[",
+                c, " / ", group, "], kiln_v);"));
+    Close();
+    return absl::OkStatus();
+  };
+
   if (src->buf->own && dst->buf->row && dst->buf->row->owned()) {
     // Into the row registers of the same layout (owned_rows.cc): each thread
     // combines each of its chunks, then the lanes of the chunk's row combine
@@ -214,11 +231,25 @@ absl::Status Emitter::EmitReduce(const ReduceStmt& r, const Loc& loc) {
     vars_[u] = {u, Type::Int()};
     vars_[rowv] = {rowv, Type::Int()};
     Open("");
-    Line(StrCat(acc_type, " ", part, "[", rf.regs(), "];"));
-    KILN_GPU_RETURN_IF_ERROR(open_chunk_partials(ob, c, u));
-    Line(StrCat(part, "[", c, "] = kiln::group_reduce<",
-                std::min<int64_t>(lanes, wave), ">(kiln_v, ", op_name, "());"));
-    Close();
+    const int64_t group = rf.own_group();
+    if (group == 1) {
+      Line(StrCat(acc_type, " ", part, "[", rf.regs(), "];"));
+      KILN_GPU_RETURN_IF_ERROR(open_chunk_partials(ob, c, u));
+      Line(StrCat(part, "[", c, "] = kiln::group_reduce<",
+                  std::min<int64_t>(lanes, wave), ">(kiln_v, ", op_name,
+                  "());"));
+      Close();
+    } else {
+      // Each thread's chunks of one row combine first, then one butterfly
+      // per row register.
+      KILN_GPU_RETURN_IF_ERROR(
+          combine_row_chunks(ob, part, rf.regs(), group, c, u));
+      Line("#pragma unroll");
+      Line(StrCat("for (int ", c, " = 0; ", c, " < ", rf.regs(), "; ++", c,
+                  ") ", part, "[", c, "] = kiln::group_reduce<",
+                  std::min<int64_t>(lanes, wave), ">(", part, "[", c, "], ",
+                  op_name, "());"));
+    }
     if (waves_per_row > 1) {
       // One partial per wave of a row; every lane reads its row's.
       Line(StrCat(acc_type, "* const kiln_scr = reinterpret_cast<", acc_type,
@@ -276,23 +307,46 @@ absl::Status Emitter::EmitReduce(const ReduceStmt& r, const Loc& loc) {
     const int64_t row_chunks = of.cols / of.vec;
     const bool by_warp = row_chunks % wave == 0 && of.threads % wave == 0;
     const int64_t group = by_warp ? wave : 1;
-    const int64_t per_row = row_chunks / group;
+    // A row of more chunks than threads (a multiple of them) lies in
+    // `mine` consecutive chunks of every thread: they combine in the
+    // thread first, then one warp reduction per row.
+    const int64_t mine =
+        by_warp && row_chunks > of.threads && row_chunks % of.threads == 0
+            ? row_chunks / of.threads
+            : 1;
+    const int64_t per_row = row_chunks / group / mine;
     const int id = uid_++;
     const std::string c = StrCat("kiln_c", id), u = StrCat("kiln_u", id);
     vars_[u] = {u, Type::Int()};
     Open("");
     Line(StrCat(acc_type, "* const kiln_scr = reinterpret_cast<", acc_type,
                 "*>(kiln_smem + ", kp_.shared.scratch_offset, ");"));
-    KILN_GPU_RETURN_IF_ERROR(open_chunk_partials(ob, c, u));
-    if (by_warp) {
-      Line("kiln_v = kiln::warp_reduce(kiln_v, " + op_name + "());");
+    if (mine > 1) {
+      const int64_t rows_mine = of.regs() / of.vec / mine;
+      const std::string part = StrCat("kiln_part", id);
+      KILN_GPU_RETURN_IF_ERROR(
+          combine_row_chunks(ob, part, rows_mine, mine, c, u));
+      Line("#pragma unroll");
+      Open(StrCat("for (int ", c, " = 0; ", c, " < ", rows_mine, "; ++", c,
+                  ")"));
+      Line(StrCat("const ", acc_type, " kiln_v = kiln::warp_reduce(", part, "[",
+                  c, "], ", op_name, "());"));
       Line(StrCat("if (threadIdx.x % ", wave, " == 0) kiln_scr[(", c, " * ",
                   of.threads, " + (int)threadIdx.x) / ", wave, "] = kiln_v;"));
+      Close();
     } else {
-      Line(StrCat("kiln_scr[", c, " * ", of.threads,
-                  " + (int)threadIdx.x] = kiln_v;"));
+      KILN_GPU_RETURN_IF_ERROR(open_chunk_partials(ob, c, u));
+      if (by_warp) {
+        Line("kiln_v = kiln::warp_reduce(kiln_v, " + op_name + "());");
+        Line(StrCat("if (threadIdx.x % ", wave, " == 0) kiln_scr[(", c, " * ",
+                    of.threads, " + (int)threadIdx.x) / ", wave,
+                    "] = kiln_v;"));
+      } else {
+        Line(StrCat("kiln_scr[", c, " * ", of.threads,
+                    " + (int)threadIdx.x] = kiln_v;"));
+      }
+      Close();
     }
-    Close();
     KILN_GPU_RETURN_IF_ERROR(
         combine_rows(id, of.rows, per_row, "kiln_k",
                      [&](const std::string& k, const std::string& rr) {

@@ -866,7 +866,12 @@ absl::Status Emitter::EmitParallel(const ParallelStmt& p, const Loc& loc) {
         const Buf* bb = FindBuf(n);
         if (bb && bb->reg && !reg_buf) reg_buf = bb;
         if (bb && bb->row && !row_buf) row_buf = bb;
-        if (bb && bb->own && !own_buf) own_buf = bb;
+        // (The loop runs over a full-rank owned tile's elements.)
+        if (bb && bb->own &&
+            (!own_buf || (own_buf->own->rank < bb->own->rank &&
+                          bb->own->rank == static_cast<int>(p.vars.size())))) {
+          own_buf = bb;
+        }
       };
       if (auto* st = std::get_if<StoreStmt>(&s.node)) {
         note(st->name);
@@ -910,10 +915,6 @@ absl::Status Emitter::EmitParallel(const ParallelStmt& p, const Loc& loc) {
   // Rows of thread-owned fragments are read by a parallel over those
   // fragments' elements like the elements themselves (owned_rows.cc).
   const bool owned_rows = row_buf && row_buf->row->owned();
-  if (owned_rows && !own_buf && stores_memory) {
-    return absl::InternalError(
-        "a parallel over rows of owned fragments stores to memory");
-  }
   auto loop = [&]() -> absl::Status {
     if (own_buf && !reg_buf && (!row_buf || owned_rows)) {
       // Over the thread-owned fragments' elements (one layout for all:

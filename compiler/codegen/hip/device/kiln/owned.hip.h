@@ -29,15 +29,28 @@ struct OwnLayout {
 
 // The rows of an OwnLayout<ROWS, COLS, THREADS, VEC> fragment as a row
 // vector in registers: register k of a thread holds the row of its chunk k
-// (every lane whose chunk lies in that row holds the same value).
+// (every lane whose chunk lies in that row holds the same value). A row of
+// more chunks than threads (a multiple of them) lies in GROUP consecutive
+// chunks of every thread: those share one register.
 template <int ROWS, int COLS, int THREADS, int VEC>
 struct OwnRowLayout {
-  static constexpr int kRegs = ROWS * COLS / THREADS / VEC;
+  static constexpr int kChunks = COLS / VEC;
+  static constexpr int kGroup =
+      kChunks > THREADS&& kChunks % THREADS == 0 ? kChunks / THREADS : 1;
+  static constexpr int kRegs = ROWS * COLS / THREADS / VEC / kGroup;
   __device__ inline static int row(int k) {
-    return ((k * THREADS + static_cast<int>(threadIdx.x)) * VEC) / COLS;
+    return ((k * kGroup * THREADS + static_cast<int>(threadIdx.x)) * VEC) /
+           COLS;
   }
   // The register holding the row of owned register q.
-  __device__ inline static int slot(int q) { return q / VEC; }
+  __device__ inline static int slot(int q) { return q / (VEC * kGroup); }
+  // Whether this thread holds the first chunk of register k's row: one
+  // (thread, register) pair per row, the one that stores it to memory.
+  __device__ inline static bool lead(int k) {
+    return ((k * kGroup * THREADS + static_cast<int>(threadIdx.x)) * VEC) %
+               COLS ==
+           0;
+  }
 };
 
 // Copies N elements of type T between a register array (aligned to 16
