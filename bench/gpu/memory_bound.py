@@ -16,6 +16,8 @@ Usage:
          DIR/NAME.tile, for `kiln compile` by two compilers: A/B below)
   GPU:   KILN_LIBRARY=... python3 bench/gpu/memory_bound.py [quick]
          [--ab DIR_A DIR_B]
+         KILN_LIBRARY=... ncu -k regex:kiln_ python3 bench/gpu/memory_bound.py
+         profile   (one launch of each kernel at 16k x 4k)
 With --ab, the kernels compiled beforehand into DIR_A and DIR_B
 (NAME.cubin + NAME.meta, as bench/gpu/make_kernels.sh writes them) are
 timed beside the JIT-compiled one in the same alternation, their outputs
@@ -168,6 +170,14 @@ def main():
     args = sys.argv[1:]
     if args[:1] == ["ir"]:
         write_ir(args[1])
+        return
+    if args[:1] == ["profile"]:
+        # One launch of each kernel at 16k x 4k, for Nsight Compute
+        # (`ncu -k regex:kiln_ python3 bench/gpu/memory_bound.py profile`).
+        for make in cases(True):
+            case = make()
+            case.kernel(*case.inputs)
+        torch.cuda.synchronize()
         return
     ab = None
     if "--ab" in args:

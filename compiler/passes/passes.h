@@ -59,6 +59,11 @@ std::unique_ptr<Pass> CreateSpecializePass();
 // start becomes a `parallel` clipped to its tiles; an unproven tile region
 // of a gemm, reduce or cumsum is an error.
 std::unique_ptr<Pass> CreateStoresToCopiesPass();
+// Every target: a copy of a tensor region the kernel never writes into a
+// whole tile that already holds exactly that region (an earlier copy, in a
+// loop that ran once or straight-line before it, the tile unwritten since)
+// is dropped.
+std::unique_ptr<Pass> CreateReuseLoadsPass();
 std::unique_ptr<Pass> CreateGuardAccessesPass();
 // Simplifies index arithmetic and drops `if` conditions the prover shows
 // always true or always false (bounds checks made unnecessary by static dims

@@ -11,6 +11,7 @@ std::vector<std::unique_ptr<Pass>> BuildPipeline(const std::string& target) {
   std::vector<std::unique_ptr<Pass>> passes;
   passes.push_back(CreateSpecializePass());
   passes.push_back(CreateStoresToCopiesPass());
+  passes.push_back(CreateReuseLoadsPass());
   passes.push_back(CreateGuardAccessesPass());
   if (target.rfind("sm_", 0) == 0 || target.rfind("gfx", 0) == 0) {
     // CUDA and HIP: the code generator lowers tile ops itself

@@ -279,6 +279,60 @@ TEST(CompileTest, ElementStoresOfATileInItsOrderBecomeACopy) {
   }
 }
 
+TEST(CompileTest, ALoadOfWhatATileAlreadyHoldsIsReused) {
+  // TileLang's online softmax with the row in one tile: both loops run
+  // once, so the write loop's load of X is the log-sum-exp loop's again.
+  const char* kText =
+      "kernel k(X: f16[M, 256], Y: f16[M, 256], P: i32[M]) grid(M) "
+      "threads(64) (bx) {\n"
+      "  alloc fragment x: f16[256]\n"
+      "  alloc fragment y: f16[256]\n"
+      "  alloc fragment m: f32[1]\n"
+      "  for i in serial(0, 1) {\n"
+      "    copy X[bx, i * 256:+256] -> x\n"
+      "    reduce.max x -> m, dim=0\n"
+      "  }\n"
+      "  for i2 in serial(0, 1) {\n"
+      "    copy X[bx, i2 * 256:+256] -> x\n"
+      "    parallel (j) in (256) {\n"
+      "      y[j] = x[j]\n"
+      "    }\n"
+      "    copy y -> Y[bx, i2 * 256:+256]\n"
+      "  }\n"
+      // Not again: the tile was written since, the loop runs twice, or
+      // the row comes from a tensor's element (P).
+      "  copy X[bx, 0:+256] -> y\n"
+      "  fill x, 0.0\n"
+      "  copy X[bx, 0:+256] -> x\n"
+      "  for t in serial(0, 2) {\n"
+      "    copy X[bx, 0:+256] -> x\n"
+      "    copy X[bx, 0:+256] -> y\n"
+      "    copy x -> Y[bx, t * 128:+256]\n"
+      "  }\n"
+      "  copy X[P[bx], 0:+256] -> x\n"
+      "  copy X[P[bx], 0:+256] -> x\n"
+      "}\n";
+  for (const char* target : {"cpu", "sm_80", "sm_90a", "gfx90a"}) {
+    SCOPED_TRACE(target);
+    const std::string ir = IrAfter(kText, target, "reuse-loads");
+    auto count = [&](const std::string& what) {
+      size_t n = 0;
+      for (size_t at = ir.find(what); at != std::string::npos;
+           at = ir.find(what, at + 1)) {
+        ++n;
+      }
+      return n;
+    };
+    EXPECT_EQ(count("copy X[bx, i * 256:+256] -> x\n"), 1u) << ir;
+    EXPECT_EQ(count("copy X[bx, i2 * 256:+256] -> x\n"), 0u) << ir;
+    // After the fill, and inside the loop of two trips, x loads again; y
+    // held the row before the loop, but the loop writes y.
+    EXPECT_EQ(count("copy X[bx, 0:+256] -> x\n"), 2u) << ir;
+    EXPECT_EQ(count("copy X[bx, 0:+256] -> y\n"), 2u) << ir;
+    EXPECT_EQ(count("copy X[P[bx], 0:+256] -> x\n"), 2u) << ir;
+  }
+}
+
 TEST(CompileTest, TensorElementAccessesAreGuardedUnlessProvenInRange) {
   const char* kText =
       "kernel k(X: f32[M], Y: f32[M], W: f32[8]) grid(ceildiv(M, 64)) "
