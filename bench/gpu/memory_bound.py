@@ -129,6 +129,24 @@ def softmax_case(m, n):
                 lambda: torch.softmax(x, -1), 2 * x.numel() * 2)
 
 
+def two_pass_softmax_case(m, n):
+    # The DSL's two-pass softmax (kernels.softmax: 4 rows x 256 columns per
+    # step, TileLang's Serial loops), the phrasing bench's `dsl` spelling.
+    x = torch.randn(m, n, device="cuda", dtype=torch.float16) * 3
+    return Case(f"softmax2_f16_{m}x{n}", f"two-pass softmax f16 {m}x{n}",
+                kernels.softmax(m, n), [x], [torch.empty_like(x)],
+                lambda: torch.softmax(x, -1), 2 * x.numel() * 2)
+
+
+def two_pass_rms_norm_case(m, n):
+    x = torch.randn(m, n, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(n, device="cuda", dtype=torch.bfloat16)
+    return Case(f"rms2_bf16_{m}x{n}", f"two-pass rmsnorm bf16 {m}x{n}",
+                kernels.rms_norm(m, n), [x, w], [torch.empty_like(x)],
+                lambda: F.rms_norm(x, (n,), w, eps=1e-6),
+                2 * x.numel() * 2 + n * 2)
+
+
 def cases(quick):
     sizes = ((16384, 4096),) if quick else ((16384, 4096), (1024, 1024))
     out = []
@@ -137,6 +155,8 @@ def cases(quick):
             out.append(lambda m=m, n=n, b=blk_m: rms_norm_case(m, n, b))
         out.append(lambda m=m, n=n: layer_norm_case(m, n))
         out.append(lambda m=m, n=n: softmax_case(m, n))
+        out.append(lambda m=m, n=n: two_pass_softmax_case(m, n))
+        out.append(lambda m=m, n=n: two_pass_rms_norm_case(m, n))
     return out
 
 

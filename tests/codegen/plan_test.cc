@@ -714,6 +714,48 @@ TEST(OwnedFragmentTest, ARankOneTileReducesAsOneRow) {
   }
 }
 
+TEST(OwnedFragmentTest, AReductionFusesWithTheParallelWritingItsSource) {
+  // RMSNorm's square-then-sum: the squares are never all live at once.
+  const std::string fused = RowKernel(
+      "  copy X[bx * 4:+4, 0:+256] -> xs\n"
+      "  parallel (i, j) in (4, 256) {\n"
+      "    ys[i, j] = xs[i, j] * xs[i, j]\n"
+      "  }\n"
+      "  reduce.sum ys -> s, dim=1\n"
+      "  copy xs -> Y[bx * 4:+4, 0:+256]\n");
+  for (const char* target : kTargets) {
+    SCOPED_TRACE(target);
+    auto plan = PlanOf(fused, target);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    EXPECT_THAT(*plan, HasSubstr("reduction fused   ys -> s with the parallel "
+                                 "writing ys\n"));
+  }
+  // Not fused: the parallel writes another fragment too, or a statement
+  // stands between.
+  const std::map<std::string, std::string> apart = {
+      {"two outputs",
+       "  parallel (i, j) in (4, 256) {\n"
+       "    ys[i, j] = xs[i, j] * xs[i, j]\n"
+       "    xs[i, j] = xs[i, j] + 1.0\n"
+       "  }\n"
+       "  reduce.sum ys -> s, dim=1\n"},
+      {"a statement between",
+       "  parallel (i, j) in (4, 256) {\n"
+       "    ys[i, j] = xs[i, j] * xs[i, j]\n"
+       "  }\n"
+       "  copy xs -> Y[bx * 4:+4, 0:+256]\n"
+       "  reduce.sum ys -> s, dim=1\n"},
+  };
+  for (const auto& [what, body] : apart) {
+    SCOPED_TRACE(what);
+    auto plan = PlanOf(RowKernel("  copy X[bx * 4:+4, 0:+256] -> xs\n" + body +
+                                 "  copy ys -> Y[bx * 4:+4, 0:+256]\n"),
+                       "sm_90a");
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    EXPECT_THAT(*plan, Not(HasSubstr("reduction fused")));
+  }
+}
+
 TEST(OwnedFragmentTest, TheChunkFollowsTheNarrowestTensorAndTheBlock) {
   // Copied to f32 only: 4 columns per chunk.
   auto f32 = PlanOf(RowKernel("  copy Z[bx * 4:+4, 0:+256] -> xs\n"

@@ -104,6 +104,11 @@ std::string PrintPlan(const KernelPlan& p) {
     StrAppend(&s, "whole tiles first over loop ", f.loop->var,
               "\n  unchecked       ", Join(pairs), "\n");
   }
+  for (const auto& [r, pa] : p.fused_reductions) {
+    const auto& red = std::get<ReduceStmt>(r->node);
+    StrAppend(&s, "reduction fused   ", red.src.name, " -> ", red.dst.name,
+              " with the parallel writing ", red.src.name, "\n");
+  }
   StrAppend(&s, "epilogue          ",
             p.epilogue.descriptions.empty() ? "as written"
                                             : Join(p.epilogue.descriptions),

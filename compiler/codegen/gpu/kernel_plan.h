@@ -212,6 +212,17 @@ struct KernelPlan {
   TmaPlan tma;
   std::vector<RingPlan> rings;  // pipelined loops with a ring, body order
   std::vector<FullTilesPlan> full_tiles;  // serial loops split, body order
+  // Row reductions of thread-owned fragments fused with the `parallel`
+  // before them that writes their source (plan_fused_reductions.cc):
+  // reduce statement -> that parallel, which is emitted inside the
+  // reduction's loop over the source's chunks and not on its own.
+  std::map<const Stmt*, const Stmt*> fused_reductions;
+  bool FusedIntoAReduction(const Stmt* parallel) const {
+    for (const auto& [r, p] : fused_reductions) {
+      if (p == parallel) return true;
+    }
+    return false;
+  }
 
   bool WarpSpecialised() const { return ws.loop != nullptr; }
   const RingPlan* RingOf(const ForStmt* loop) const {

@@ -361,6 +361,16 @@ absl::Status Emitter::EmitBlock(const Block& b, bool element) {
       KILN_GPU_RETURN_IF_ERROR(EmitWsPreCopy(b[i]));
       continue;
     }
+    if (!element && i + 1 < b.size()) {
+      // A parallel and the reduction fused with it (plan.fused_reductions):
+      // emitted together, as the reduction.
+      auto fused = kp_.fused_reductions.find(&b[i + 1]);
+      if (fused != kp_.fused_reductions.end() && fused->second == &b[i]) {
+        KILN_GPU_RETURN_IF_ERROR(EmitFusedReduction(b[i], b[i + 1]));
+        ++i;
+        continue;
+      }
+    }
     KILN_GPU_RETURN_IF_ERROR(EmitStmt(b[i], element));
   }
   if (guarded) {
@@ -368,6 +378,74 @@ absl::Status Emitter::EmitBlock(const Block& b, bool element) {
     Close();
   }
   return absl::OkStatus();
+}
+
+absl::Status Emitter::EmitFusedReduction(const Stmt& parallel,
+                                         const Stmt& reduce) {
+  Line(StrCat("// tile ", At(reduce.loc), " with ", At(parallel.loc)));
+  std::set<std::string> r, w;
+  Accesses(parallel, &r, &w);
+  Accesses(reduce, &r, &w);
+  Sync(r, w);
+  // The parallel's element comparisons hoisted as EmitParallel hoists them:
+  // the reduction is emitted once per version of the body (each test is
+  // the same for the whole block), the masks gone where they all pass.
+  ParallelStmt p = std::get<ParallelStmt>(parallel.node);
+  // In a split loop's first part, the body's conditions the in-bounds facts
+  // decide fold away first (as EmitParallel folds them).
+  const bool fold = full_ != nullptr;
+  if (fold) {
+    facts_->Push();
+    for (size_t d = 0; d < p.vars.size() && d < p.extents.size(); ++d) {
+      facts_->AddRange(p.vars[d], Expr::Int(0), p.extents[d]);
+    }
+    fold_ints_.insert(p.vars.begin(), p.vars.end());
+    p.body = FoldDecided(p.body);
+    for (const std::string& v : p.vars) fold_ints_.erase(v);
+  }
+  struct PopFacts {
+    Emitter* e;
+    bool on;
+    ~PopFacts() {
+      if (on) e->facts_->Pop();
+    }
+  } pop_facts{this, fold};
+  if (p.body.empty()) {
+    absl::Status st = EmitReduce(std::get<ReduceStmt>(reduce.node), reduce.loc);
+    Touch(r, w);
+    return st;
+  }
+  std::vector<Expr> ext;
+  for (const Expr& e : p.extents) ext.push_back(FoldConstants(e));
+  Open("");
+  auto hoisted = HoistElementComparisons(p, ext);
+  if (!hoisted.ok()) return hoisted.status();
+  std::vector<std::pair<std::string, const Block*>> versions;
+  if (!hoisted->all_true.empty()) {
+    versions.push_back({hoisted->all_true, &hoisted->all_true_body});
+  }
+  if (!hoisted->uniform.empty()) {
+    versions.push_back({hoisted->uniform, &hoisted->uniform_body});
+  }
+  versions.push_back({"", &hoisted->body});
+  fused_producer_ = &p;
+  absl::Status st;
+  for (size_t v = 0; v < versions.size() && st.ok(); ++v) {
+    if (versions.size() > 1) {
+      Line(v == 0                    ? "if (" + versions[v].first + ")"
+           : v + 1 < versions.size() ? "else if (" + versions[v].first + ")"
+                                     : std::string("else"));
+      Open("");
+    }
+    fused_body_ = versions[v].second;
+    st = EmitReduce(std::get<ReduceStmt>(reduce.node), reduce.loc);
+    if (versions.size() > 1) Close();
+  }
+  fused_producer_ = nullptr;
+  fused_body_ = nullptr;
+  Close();
+  Touch(r, w);
+  return st;
 }
 
 absl::Status Emitter::EmitStmt(const Stmt& s, bool element) {

@@ -390,6 +390,10 @@ class Emitter {
   std::string WgmmaInstr(int64_t n, DType dtype, bool trans_a, bool trans_b,
                          bool a_regs = false);
   absl::Status EmitReduce(const ReduceStmt& r, const Loc& loc);
+  // A parallel and the row reduction of an owned fragment it writes
+  // (plan.fused_reductions), emitted as the reduction with the parallel's
+  // body run at each element of the source's chunks.
+  absl::Status EmitFusedReduction(const Stmt& parallel, const Stmt& reduce);
   absl::Status EmitCumsum(const CumsumStmt& c, const Loc& loc);
   absl::Status EmitAtomicAdd(const AtomicAddStmt& a, const Loc& loc);
   absl::Status EmitParallel(const ParallelStmt& p, const Loc& loc);
@@ -465,6 +469,10 @@ class Emitter {
   // Inside a row `parallel` over owned rows that stores to a tensor: the
   // condition (OwnRowLayout::lead) under which a tensor store is made.
   std::string store_lead_;
+  // While EmitFusedReduction runs: the parallel whose body the reduction
+  // runs at each source element before combining it.
+  const ParallelStmt* fused_producer_ = nullptr;
+  const Block* fused_body_ = nullptr;  // its body, in the version emitted
   int uid_ = 0;
 
   // ---- a split loop's first part (kp_.full_tiles, full_tiles.cc): the

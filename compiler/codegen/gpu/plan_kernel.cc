@@ -36,6 +36,8 @@ absl::StatusOr<KernelPlan> PlanKernel(const Kernel& k,
   PlanRings(k, dialect, &plan);
   // 8b. Serial loops split at their whole tiles.
   PlanFullTiles(k, &plan);
+  // 8c. Row reductions fused with the parallel writing their source.
+  PlanFusedReductions(k, &plan);
   // 9. The epilogue path.
   PlanEpilogue(k, dialect, &plan);
   // 10. Shared tiles' lives and sharing.

@@ -66,6 +66,11 @@ void PlanRings(const Kernel& k, const GpuDialect& dialect, KernelPlan* plan);
 // whole tiles, then the edge ones (plan_full_tiles.cc; after the rings).
 void PlanFullTiles(const Kernel& k, KernelPlan* plan);
 
+// plan.fused_reductions: row reductions of thread-owned fragments fused
+// with the `parallel` just before them that writes their source
+// (plan_fused_reductions.cc; after the fragment plan).
+void PlanFusedReductions(const Kernel& k, KernelPlan* plan);
+
 }  // namespace kiln::compiler::gpu
 
 #endif  // KILN_COMPILER_CODEGEN_GPU_PLANNERS_H_

@@ -171,6 +171,24 @@ absl::Status Emitter::EmitReduce(const ReduceStmt& r, const Loc& loc) {
     return absl::OkStatus();
   }
 
+  // The fused parallel's body at the element `e` of the source (its
+  // variables bound to e; its owned accesses are this element's).
+  auto FusedElement = [&](const std::vector<Expr>& e) -> absl::Status {
+    const ParallelStmt& p = *fused_producer_;
+    const std::vector<std::string> saved = own_vars_;
+    Open("");
+    for (size_t d = 0; d < p.vars.size(); ++d) {
+      const std::string v = Mangle(p.vars[d]);
+      Line("const long long " + v + " = " + e[d].name + ";");
+      vars_[p.vars[d]] = {v, Type::Int()};
+    }
+    own_vars_ = p.vars;
+    absl::Status st = ElementBody(*fused_body_);
+    own_vars_ = saved;
+    Close();
+    return st;
+  };
+
   // Opens a loop over a thread-owned source's chunks (variable `c`) that
   // combines each chunk's elements into kiln_v; the caller adds what is
   // done with kiln_v and closes the loop.
@@ -186,6 +204,9 @@ absl::Status Emitter::EmitReduce(const ReduceStmt& r, const Loc& loc) {
     KILN_GPU_RETURN_IF_ERROR(
         AtOwned(ob, StrCat(c, " * ", of.vec), u,
                 [&](const std::vector<Expr>& e) -> absl::Status {
+                  if (fused_producer_ != nullptr) {
+                    KILN_GPU_RETURN_IF_ERROR(FusedElement(e));
+                  }
                   auto v = LoadValue(src->name, src->Indices(e, false));
                   if (!v.ok()) return v.status();
                   Line("kiln_v = " + op_name + "()(kiln_v, (" + acc_type + ")" +
