@@ -48,6 +48,7 @@ bool IsGemmInput(DType t) {
     case DType::kF8E5M2:
     case DType::kI8:
     case DType::kF32:
+    case DType::kF64:
       return true;
     default:
       return false;
@@ -236,19 +237,23 @@ void KernelVerifier::CheckGemm(const Stmt& stmt, const GemmStmt& g,
   if (!IsGemmInput(ta)) {
     Report(g.a.loc,
            StrCat("gemm operand '", g.a.name, "' has dtype ", DTypeName(ta),
-                  "; expected f16, bf16, f8e4m3, f8e5m2, i8 or "
-                  "f32"));
+                  "; expected f16, bf16, f8e4m3, f8e5m2, i8, f32 "
+                  "or f64"));
   } else if (ta != tb) {
     Report(g.b.loc,
            StrCat("gemm operand '", g.b.name, "' has dtype ", DTypeName(tb),
                   "; expected ", DTypeName(ta), " to match '", g.a.name, "'"));
   } else {
-    bool acc_ok = ta == DType::kI8 ? tc == DType::kI32
-                                   : tc == DType::kF32 || (ta == DType::kF16 &&
-                                                           tc == DType::kF16);
+    // f64 accumulates in f64 only (gradient checks need its precision).
+    bool acc_ok =
+        ta == DType::kI8 ? tc == DType::kI32
+        : ta == DType::kF64
+            ? tc == DType::kF64
+            : tc == DType::kF32 || (ta == DType::kF16 && tc == DType::kF16);
     if (!acc_ok) {
       std::string_view want = ta == DType::kI8    ? "i32"
                               : ta == DType::kF16 ? "f32 or f16"
+                              : ta == DType::kF64 ? "f64"
                                                   : "f32";
       Report(g.c.loc, StrCat("gemm accumulator '", g.c.name, "' has dtype ",
                              DTypeName(tc), "; expected ", want, " for ",

@@ -63,6 +63,22 @@ AttentionResult AttentionReference(const Values& q, const Values& k,
                                    const Values& v, double sm_scale,
                                    const AttentionShape& shape, bool causal);
 
+// The FlashAttention backward (flash_attention_bwd.tile): Q and dO
+// [B, S, H, D], K and V [B, S, H / groups, D] (query head h uses KV head
+// h / groups). From f64 softmax attention: O, the base-2 Lse (as
+// AttentionReference), Delta = rowsum(dO * O) [B, H, S], dQ [B, S, H, D]
+// and dK, dV [B, S, H / groups, D] (summed over each group's heads), and
+// per element the sums of the magnitudes of their terms (the scale of the
+// kernel's f16 roundings of P and dS).
+struct AttentionGrads {
+  Values out, lse, delta, dq, dk, dv;
+  Values dq_abs, dk_abs, dv_abs;
+};
+AttentionGrads AttentionBwdReference(const Values& q, const Values& k,
+                                     const Values& v, const Values& d_o,
+                                     double sm_scale, const AttentionShape& s,
+                                     int64_t groups, bool causal);
+
 // Decode attention over a paged KV cache: Q and the result [B, HKV, G, D],
 // caches [pages, PS, HKV, D], block_table [B, max_pages], lens[b] tokens of
 // sequence b (0: the output is zero). `lse` is unused (empty).

@@ -57,6 +57,79 @@ AttentionResult AttentionReference(const Values& q, const Values& k,
   return r;
 }
 
+AttentionGrads AttentionBwdReference(const Values& q, const Values& k,
+                                     const Values& v, const Values& d_o,
+                                     double sm_scale, const AttentionShape& s,
+                                     int64_t groups, bool causal) {
+  const int64_t d = s.dim, hk = s.heads / groups;
+  auto qa = [&](int64_t b, int64_t i, int64_t h) {  // Q, dO, O, dQ
+    return ((b * s.seq + i) * s.heads + h) * d;
+  };
+  auto ka = [&](int64_t b, int64_t j, int64_t h) {  // K, V, dK, dV
+    return ((b * s.seq + j) * hk + h / groups) * d;
+  };
+  AttentionGrads r;
+  r.out.assign(q.size(), 0.0);
+  r.dq.assign(q.size(), 0.0);
+  r.dq_abs.assign(q.size(), 0.0);
+  r.dk.assign(k.size(), 0.0);
+  r.dk_abs.assign(k.size(), 0.0);
+  r.dv.assign(v.size(), 0.0);
+  r.dv_abs.assign(v.size(), 0.0);
+  r.lse.assign(s.batch * s.heads * s.seq, 0.0);
+  r.delta.assign(r.lse.size(), 0.0);
+  std::vector<double> p(s.seq), dp(s.seq);
+  for (int64_t b = 0; b < s.batch; ++b) {
+    for (int64_t h = 0; h < s.heads; ++h) {
+      for (int64_t i = 0; i < s.seq; ++i) {
+        const int64_t keys = causal ? i + 1 : s.seq;
+        const double* qi = &q[qa(b, i, h)];
+        const double* gi = &d_o[qa(b, i, h)];
+        double mx = -std::numeric_limits<double>::infinity();
+        for (int64_t j = 0; j < keys; ++j) {
+          double dot = 0;
+          for (int64_t c = 0; c < d; ++c) dot += qi[c] * k[ka(b, j, h) + c];
+          p[j] = dot * sm_scale;
+          mx = std::max(mx, p[j]);
+        }
+        double sum = 0;
+        for (int64_t j = 0; j < keys; ++j) sum += p[j] = std::exp(p[j] - mx);
+        double* oi = &r.out[qa(b, i, h)];
+        for (int64_t j = 0; j < keys; ++j) {
+          p[j] /= sum;
+          for (int64_t c = 0; c < d; ++c) oi[c] += p[j] * v[ka(b, j, h) + c];
+        }
+        const int64_t row = (b * s.heads + h) * s.seq + i;
+        r.lse[row] = (mx + std::log(sum)) / std::log(2.0);
+        double delta = 0;
+        for (int64_t c = 0; c < d; ++c) delta += gi[c] * oi[c];
+        r.delta[row] = delta;
+        // dS, and the magnitude of its terms before dP - Delta cancels
+        // (the kernel's rounding of each is relative to that).
+        std::vector<double> ds_abs(keys);
+        for (int64_t j = 0; j < keys; ++j) {
+          double dot = 0;
+          for (int64_t c = 0; c < d; ++c) dot += gi[c] * v[ka(b, j, h) + c];
+          dp[j] = p[j] * (dot - delta) * sm_scale;
+          ds_abs[j] = p[j] * (std::fabs(dot) + std::fabs(delta)) * sm_scale;
+        }
+        for (int64_t j = 0; j < keys; ++j) {
+          const int64_t kj = ka(b, j, h);
+          for (int64_t c = 0; c < d; ++c) {
+            r.dq[qa(b, i, h) + c] += dp[j] * k[kj + c];
+            r.dq_abs[qa(b, i, h) + c] += ds_abs[j] * std::fabs(k[kj + c]);
+            r.dk[kj + c] += dp[j] * qi[c];
+            r.dk_abs[kj + c] += ds_abs[j] * std::fabs(qi[c]);
+            r.dv[kj + c] += p[j] * gi[c];
+            r.dv_abs[kj + c] += std::fabs(p[j] * gi[c]);
+          }
+        }
+      }
+    }
+  }
+  return r;
+}
+
 AttentionResult PagedDecodeReference(const Values& q, const Values& kc,
                                      const Values& vc,
                                      const std::vector<int64_t>& block_table,

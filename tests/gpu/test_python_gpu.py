@@ -633,3 +633,153 @@ def test_cuda_dlpack_tensors_launch_in_place():
     torch.cuda.synchronize()
     idx = torch.arange(5000, device="cuda") % 4
     torch.testing.assert_close(y, 3.0 * x + bias[idx])
+
+
+# --- issue 30: attention backward -----------------------------------------
+
+def _sdpa_grads(q, k, v, do, causal):
+    """SDPA in float32 on the expanded KV heads: O and dQ, dK, dV."""
+    groups = q.shape[2] // k.shape[2]
+    q32, k32, v32 = (t.detach().float().requires_grad_() for t in (q, k, v))
+    ke, ve = (t.repeat_interleave(groups, 2) for t in (k32, v32))
+    o = torch.nn.functional.scaled_dot_product_attention(
+        q32.transpose(1, 2), ke.transpose(1, 2), ve.transpose(1, 2),
+        is_causal=causal).transpose(1, 2)
+    o.backward(do.float())
+    return o, q32.grad, k32.grad, v32.grad
+
+
+@pytest.mark.parametrize("seq,heads,kv_heads,dim,causal,dtype", [
+    (333, 4, 4, 64, False, torch.float16),
+    (1000, 8, 2, 128, True, torch.bfloat16),
+    (257, 4, 1, 256, True, torch.float16),
+])
+def test_flash_attention_backward_on_cuda(seq, heads, kv_heads, dim, causal,
+                                          dtype):
+    from kiln.ops import flash_attention
+    q = randn(2, seq, heads, dim, dtype=dtype).requires_grad_()
+    k = randn(2, seq, kv_heads, dim, dtype=dtype).requires_grad_()
+    v = randn(2, seq, kv_heads, dim, dtype=dtype).requires_grad_()
+    do = randn(2, seq, heads, dim, dtype=dtype)
+    o = flash_attention(q, k, v, causal=causal)
+    o.backward(do)
+    torch.cuda.synchronize()
+    ref = _sdpa_grads(q, k, v, do, causal)
+    tol = 2e-2 if dtype == torch.bfloat16 else 5e-3
+    for name, got, want in zip(("o", "dq", "dk", "dv"),
+                               (o, q.grad, k.grad, v.grad), ref):
+        assert got.is_cuda and got.dtype == dtype, name
+        scale = max(want.abs().max().item(), 1.0)
+        err = (got.float() - want).abs().max().item()
+        assert err <= tol * scale, f"{name}: max error {err} (scale {scale})"
+
+
+def test_tilelang_mha_backward_example_on_cuda():
+    from kiln.ops.attention import flashattn_fwd
+    b, h, seq, d = 2, 4, 320, 64
+    q, k, v, do = (randn(b, seq, h, d) for _ in range(4))
+    o, lse = flashattn_fwd(h, h, d, True)(q, k, v)
+    delta = kernels.mha_bwd_prep(b, h, seq, d)(o, do)
+    dq = torch.zeros(b, seq, h, d, device="cuda")
+    dk, dv = torch.empty_like(q), torch.empty_like(q)
+    kernels.mha_bwd(b, h, seq, d, True)(q, k, v, do, lse, delta, dq, dk, dv)
+    dq16 = kernels.mha_bwd_post(b, h, seq, d)(dq)
+    torch.cuda.synchronize()
+    ref = _sdpa_grads(q, k, v, do, True)
+    for got, want in zip((o, dq16, dk, dv), ref):
+        scale = max(want.abs().max().item(), 1.0)
+        assert (got.float() - want).abs().max().item() <= 5e-3 * scale
+
+
+def test_float64_gemm_on_cuda():
+    # f64 gemms (the CPU target's gradient checks) run on the GPU too.
+    @T.prim_func
+    def g64(A: T.Tensor((M, 32), "float64"), B: T.Tensor((32, 64), "float64"),
+            C: T.Tensor((M, 64), "float64")):
+        with T.Kernel(T.ceildiv(M, 64), threads=128) as bx:
+            a_s = T.alloc_shared((64, 32), "float64")
+            b_s = T.alloc_shared((32, 64), "float64")
+            acc = T.alloc_fragment((64, 64), "float64")
+            T.copy(A[bx * 64, 0], a_s)
+            T.copy(B, b_s)
+            T.clear(acc)
+            T.gemm(a_s, b_s, acc)
+            T.copy(acc, C[bx * 64, 0])
+
+    a = randn(100, 32, dtype=torch.float64)
+    b = randn(32, 64, dtype=torch.float64)
+    c = kiln.compile(g64, out_idx=[2])(a, b)
+    torch.cuda.synchronize()
+    torch.testing.assert_close(c, a @ b, rtol=1e-12, atol=1e-12)
+
+
+# --- issue 30: norm, softmax and cross-entropy backward -------------------
+
+def _grads_close(got, want, tol):
+    for name, g, w in zip(("out", "dx", "dw", "db"), got, want):
+        scale = max(w.abs().max().item(), 1.0)
+        err = (g.float() - w.float()).abs().max().item()
+        assert err <= tol * scale, f"{name}: max error {err} (scale {scale})"
+
+
+@pytest.mark.parametrize("m,n", [(1000, 4096), (77, 3000)])
+def test_norm_backwards_on_cuda(m, n):
+    from kiln.ops import layer_norm, rms_norm
+    F = torch.nn.functional
+    x = randn(m, n, dtype=torch.bfloat16)
+    w = randn(n, dtype=torch.bfloat16)
+    b = randn(n, dtype=torch.bfloat16)
+    dy = randn(m, n, dtype=torch.bfloat16)
+
+    def run(fn, *params):
+        ins = [t.detach().clone().requires_grad_() for t in (x,) + params]
+        y = fn(*ins)
+        y.backward(dy)
+        return [y] + [t.grad for t in ins]
+
+    def ref_rms(xx, ww):
+        xf = xx.float()
+        return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6)
+                * ww.float())
+    got = run(lambda a, c: rms_norm(a, c), w)
+    want = run(lambda a, c: ref_rms(a, c), w)
+    torch.cuda.synchronize()
+    _grads_close(got, want, 3e-2)
+    got = run(lambda a, c, d: layer_norm(a, c, d), w, b)
+    want = run(lambda a, c, d: F.layer_norm(a.float(), (n,), c.float(),
+                                            d.float()), w, b)
+    torch.cuda.synchronize()
+    _grads_close(got, want, 3e-2)
+
+
+@pytest.mark.parametrize("m,n", [(333, 4096), (16, 40000)])
+def test_softmax_backward_on_cuda(m, n):
+    from kiln.ops import softmax
+    x = randn(m, n).requires_grad_()
+    dy = randn(m, n)
+    y = softmax(x)
+    y.backward(dy)
+    x32 = x.detach().float().requires_grad_()
+    y32 = torch.softmax(x32, -1)
+    y32.backward(dy.float())
+    torch.cuda.synchronize()
+    _grads_close((y, x.grad), (y32, x32.grad), 1e-2)
+
+
+def test_cross_entropy_large_vocab_on_cuda():
+    from kiln.ops import cross_entropy
+    m, v = 64, 128256
+    logits = (randn(m, v, dtype=torch.bfloat16) * 3).requires_grad_()
+    target = torch.randint(0, v, (m,), device="cuda", generator=gen)
+    target[::7] = -100
+    loss = cross_entropy(logits, target)
+    loss.backward()
+    l32 = logits.detach().float().requires_grad_()
+    ref = torch.nn.functional.cross_entropy(l32, target, ignore_index=-100)
+    ref.backward()
+    torch.cuda.synchronize()
+    # The loss comes back in the logits' dtype (bf16), as torch's does.
+    assert loss.dtype == torch.bfloat16
+    assert abs(loss.item() - ref.item()) <= 8e-3 * max(1.0, abs(ref.item()))
+    err = (logits.grad.float() - l32.grad).abs().max().item()
+    assert err <= 2e-2 * l32.grad.abs().max().item()

@@ -999,3 +999,157 @@ def rope_kv_cache_write(num_heads, num_kv_heads, head_size=128,
                             query[t0 + i, qh, 2 * j + 1] = r2[i, j]
 
     return main
+
+
+# --- FlashAttention backward as TileLang's example_mha_bwd writes it -------
+# (dQ re-laid out by a T.Layout index map and un-permuted by a tensor-to-
+# tensor T.copy, T.floordiv for the causal start, a two-bound T.Pipelined,
+# element atomics into dQ). The forward with Lse is kiln.ops.attention's.
+
+def _dq_layout(dQ):
+    """TileLang's trick: dQ stored in the MMA fragment's order so its
+    atomics vectorise (Kiln keeps tensors logical; kiln.layout.IndexMap)."""
+    return T.Layout(dQ.shape, lambda b, l, h, d: [
+        b, l // 8, h, d // 8, d % 2, 4 * (l % 8) + (d % 8) // 2])
+
+
+@kiln.jit(out_idx=[2])
+def mha_bwd_prep(batch, heads, seq_len, dim, blk=32):
+    dtype, accum_dtype = "float16", "float32"
+    shape = [batch, seq_len, heads, dim]
+
+    @T.prim_func
+    def prep(O: T.Tensor(shape, dtype), dO: T.Tensor(shape, dtype),
+             Delta: T.Tensor([batch, heads, seq_len], accum_dtype)):
+        with T.Kernel(heads, T.ceildiv(seq_len, blk), batch) as (bx, by, bz):
+            o = T.alloc_fragment([blk, blk], dtype)
+            do = T.alloc_fragment([blk, blk], dtype)
+            acc = T.alloc_fragment([blk, blk], accum_dtype)
+            delta = T.alloc_fragment([blk], accum_dtype)
+            T.clear(acc)
+            for kk in range(T.ceildiv(dim, blk)):
+                T.copy(O[bz, by * blk:(by + 1) * blk, bx,
+                         kk * blk:(kk + 1) * blk], o)
+                T.copy(dO[bz, by * blk:(by + 1) * blk, bx,
+                          kk * blk:(kk + 1) * blk], do)
+                for i, j in T.Parallel(blk, blk):
+                    acc[i, j] += o[i, j] * do[i, j]
+            T.reduce_sum(acc, delta, 1)
+            T.copy(delta, Delta[bz, bx, by * blk:(by + 1) * blk])
+
+    return prep
+
+
+@kiln.jit(out_idx=[1])
+def mha_bwd_post(batch, heads, seq_len, dim, blk=64):
+    shape = [batch, seq_len, heads, dim]
+
+    @T.prim_func
+    def post(dQ: T.Tensor(shape, "float32"),
+             dQ_out: T.Tensor(shape, "float16")):
+        with T.Kernel(T.ceildiv(seq_len, blk), heads, batch,
+                      threads=128) as (bx, by, bz):
+            T.annotate_layout({dQ: _dq_layout(dQ)})
+            T.copy(dQ[bz, bx * blk:(bx + 1) * blk, by, :],
+                   dQ_out[bz, bx * blk:(bx + 1) * blk, by, :])
+
+    return post
+
+
+@kiln.jit()
+def mha_bwd(batch, heads, seq_len, dim, is_causal, block_M=64, block_N=32,
+            num_stages=2):
+    sm_scale = (1.0 / dim) ** 0.5
+    scale = sm_scale * 1.44269504
+    shape = [batch, seq_len, heads, dim]
+    dtype, accum_dtype = "float16", "float32"
+
+    @T.prim_func
+    def bwd(Q: T.Tensor(shape, dtype), K: T.Tensor(shape, dtype),
+            V: T.Tensor(shape, dtype), dO: T.Tensor(shape, dtype),
+            lse: T.Tensor([batch, heads, seq_len], accum_dtype),
+            Delta: T.Tensor([batch, heads, seq_len], accum_dtype),
+            dQ: T.Tensor(shape, accum_dtype), dK: T.Tensor(shape, dtype),
+            dV: T.Tensor(shape, dtype)):
+        with T.Kernel(heads, T.ceildiv(seq_len, block_M), batch,
+                      threads=128) as (bx, by, bz):
+            K_shared = T.alloc_shared([block_M, dim], dtype)
+            V_shared = T.alloc_shared([block_M, dim], dtype)
+            q = T.alloc_shared([block_N, dim], dtype)
+            do = T.alloc_shared([block_N, dim], dtype)
+            dsT_shared = T.alloc_shared([block_M, block_N], dtype)
+            lse_shared = T.alloc_shared([block_N], accum_dtype)
+            delta = T.alloc_shared([block_N], accum_dtype)
+            qkT = T.alloc_fragment([block_M, block_N], accum_dtype)
+            dsT = T.alloc_fragment([block_M, block_N], accum_dtype)
+            qkT_cast = T.alloc_fragment([block_M, block_N], dtype)
+            dsT_cast = T.alloc_fragment([block_M, block_N], dtype)
+            dv = T.alloc_fragment([block_M, dim], accum_dtype)
+            dk = T.alloc_fragment([block_M, dim], accum_dtype)
+            dq = T.alloc_fragment([block_N, dim], accum_dtype)
+            dv_shared = T.alloc_shared([block_M, dim], dtype)
+            dk_shared = T.alloc_shared([block_M, dim], dtype)
+            T.annotate_layout({dQ: _dq_layout(dQ)})
+            T.copy(K[bz, by * block_M:(by + 1) * block_M, bx, :], K_shared)
+            T.copy(V[bz, by * block_M:(by + 1) * block_M, bx, :], V_shared)
+            T.clear(dv)
+            T.clear(dk)
+            loop_st = T.floordiv(by * block_M, block_N) if is_causal else 0
+            loop_ed = T.ceildiv(seq_len, block_N)
+            for k in T.Pipelined(loop_st, loop_ed, num_stages=num_stages):
+                T.copy(Q[bz, k * block_N:(k + 1) * block_N, bx, :], q)
+                T.clear(qkT)
+                T.gemm(K_shared, q, qkT, transpose_B=True,
+                       policy=T.GemmWarpPolicy.FullRow)
+                T.copy(lse[bz, bx, k * block_N:(k + 1) * block_N], lse_shared)
+                for i, j in T.Parallel(block_M, block_N):
+                    qkT[i, j] = T.exp2(qkT[i, j] * scale - lse_shared[j])
+                if is_causal:
+                    for i, j in T.Parallel(block_M, block_N):
+                        qkT[i, j] = T.if_then_else(
+                            by * block_M + i <= k * block_N + j, qkT[i, j], 0)
+                T.copy(dO[bz, k * block_N:(k + 1) * block_N, bx, :], do)
+                T.clear(dsT)
+                T.gemm(V_shared, do, dsT, transpose_B=True,
+                       policy=T.GemmWarpPolicy.FullRow)
+                T.copy(qkT, qkT_cast)
+                T.gemm(qkT_cast, do, dv, policy=T.GemmWarpPolicy.FullRow)
+                T.copy(Delta[bz, bx, k * block_N:(k + 1) * block_N], delta)
+                for i, j in T.Parallel(block_M, block_N):
+                    dsT_cast[i, j] = qkT[i, j] * (dsT[i, j] - delta[j]) * \
+                        sm_scale
+                T.gemm(dsT_cast, q, dk, policy=T.GemmWarpPolicy.FullRow)
+                T.copy(dsT_cast, dsT_shared)
+                T.clear(dq)
+                T.gemm(dsT_shared, K_shared, dq, transpose_A=True)
+                for i, j in T.Parallel(block_N, dim):
+                    T.atomic_add(dQ[bz, k * block_N + i, bx, j], dq[i, j])
+            T.copy(dv, dv_shared)
+            T.copy(dk, dk_shared)
+            T.copy(dv_shared, dV[bz, by * block_M:(by + 1) * block_M, bx, :])
+            T.copy(dk_shared, dK[bz, by * block_M:(by + 1) * block_M, bx, :])
+
+    return bwd
+
+
+def attention_grads_reference(q, k, v, do, causal, sm_scale=None):
+    """O, dQ, dK, dV in float64 NumPy; K, V may have fewer heads (GQA)."""
+    q, k, v, do = (np.asarray(x, np.float64) for x in (q, k, v, do))
+    groups = q.shape[2] // k.shape[2]
+    ke, ve = np.repeat(k, groups, 2), np.repeat(v, groups, 2)
+    s_len = q.shape[1]
+    sm = q.shape[3] ** -0.5 if sm_scale is None else sm_scale
+    s = np.einsum("bqhd,bkhd->bhqk", q, ke) * sm
+    if causal:
+        s = np.where(np.tril(np.ones((s_len, s_len), bool)), s, -np.inf)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    o = np.einsum("bhqk,bkhd->bqhd", p, ve)
+    dp = np.einsum("bqhd,bkhd->bhqk", do, ve)
+    ds = p * (dp - (p * dp).sum(-1, keepdims=True)) * sm
+    dq = np.einsum("bhqk,bkhd->bqhd", ds, ke)
+    dk = np.einsum("bhqk,bqhd->bkhd", ds, q)
+    dv = np.einsum("bhqk,bqhd->bkhd", p, do)
+    b, _, h, d = q.shape
+    fold = (b, s_len, h // groups, groups, d)
+    return o, dq, dk.reshape(fold).sum(3), dv.reshape(fold).sum(3)

@@ -344,6 +344,14 @@ absl::Status Emitter::EmitBlock(const Block& b, bool element) {
     std::vector<std::map<std::string, std::optional<Expr>>>* lets;
     ~PopLets() { lets->pop_back(); }
   } pop_lets{&known_lets_};
+  if (!element) ++wg_lazy_;
+  struct EndLazy {
+    Emitter* e;
+    bool on;
+    ~EndLazy() {
+      if (on) --e->wg_lazy_;
+    }
+  } end_lazy{this, !element};
   for (size_t i = 0; i < b.size(); ++i) {
     if (guard_tail && !guarded && i > 0 &&
         std::get_if<ForStmt>(&b[i - 1].node) == kp_.ws.loop) {
@@ -353,11 +361,13 @@ absl::Status Emitter::EmitBlock(const Block& b, bool element) {
     }
     if (!element && kp_.epilogue.staged_stores.count(&b[i]) &&
         i + 1 < b.size()) {
+      WgFlush();
       KILN_GPU_RETURN_IF_ERROR(EmitStagedStore(b[i], b[i + 1]));
       ++i;
       continue;
     }
     if (!element && kp_.ws.preloads.count(&b[i])) {
+      WgFlush();
       KILN_GPU_RETURN_IF_ERROR(EmitWsPreCopy(b[i]));
       continue;
     }
@@ -366,6 +376,8 @@ absl::Status Emitter::EmitBlock(const Block& b, bool element) {
       // emitted together, as the reduction.
       auto fused = kp_.fused_reductions.find(&b[i + 1]);
       if (fused != kp_.fused_reductions.end() && fused->second == &b[i]) {
+        WgWaitFor(b[i]);
+        WgWaitFor(b[i + 1]);
         KILN_GPU_RETURN_IF_ERROR(EmitFusedReduction(b[i], b[i + 1]));
         ++i;
         continue;
@@ -373,6 +385,7 @@ absl::Status Emitter::EmitBlock(const Block& b, bool element) {
     }
     KILN_GPU_RETURN_IF_ERROR(EmitStmt(b[i], element));
   }
+  if (!element) WgFlush();
   if (guarded) {
     Flush();
     Close();
@@ -448,7 +461,55 @@ absl::Status Emitter::EmitFusedReduction(const Stmt& parallel,
   return st;
 }
 
+void Emitter::WgFlush() {
+  if (wg_groups_.empty()) return;
+  Line("kiln::wgmma_wait<0>();");
+  for (const WgGroup& g : wg_groups_) {
+    Line("kiln::wgmma_fence_operands(" + g.acc_code + ");");
+  }
+  wg_groups_.clear();
+}
+
+void Emitter::WgWaitFor(const Stmt& s) {
+  if (wg_groups_.empty()) return;
+  std::set<std::string> r, w;
+  const SharedPred all = [](const std::string&) { return true; };
+  Accesses(s, &r, &w, &all);
+  int last = -1;
+  for (size_t i = 0; i < wg_groups_.size(); ++i) {
+    const WgGroup& g = wg_groups_[i];
+    bool hit = false;
+    for (const std::string& n : g.acc) hit |= r.count(n) || w.count(n);
+    for (const std::string& n : g.operands) hit |= w.count(n) > 0;
+    if (hit) last = static_cast<int>(i);
+  }
+  if (last < 0) return;
+  const size_t younger = wg_groups_.size() - 1 - static_cast<size_t>(last);
+  Line(StrCat("kiln::wgmma_wait<", younger, ">();"));
+  for (int i = 0; i <= last; ++i) {
+    Line("kiln::wgmma_fence_operands(" + wg_groups_[i].acc_code + ");");
+  }
+  wg_groups_.erase(wg_groups_.begin(), wg_groups_.begin() + last + 1);
+}
+
 absl::Status Emitter::EmitStmt(const Stmt& s, bool element) {
+  if (!element && !wg_groups_.empty()) {
+    const bool straight = std::holds_alternative<LetStmt>(s.node) ||
+                          std::holds_alternative<StoreStmt>(s.node) ||
+                          std::holds_alternative<CopyStmt>(s.node) ||
+                          std::holds_alternative<FillStmt>(s.node) ||
+                          std::holds_alternative<GemmStmt>(s.node) ||
+                          std::holds_alternative<ReduceStmt>(s.node) ||
+                          std::holds_alternative<CumsumStmt>(s.node) ||
+                          std::holds_alternative<AtomicAddStmt>(s.node) ||
+                          std::holds_alternative<ParallelStmt>(s.node) ||
+                          std::holds_alternative<AllocStmt>(s.node);
+    if (straight) {
+      WgWaitFor(s);
+    } else {
+      WgFlush();
+    }
+  }
   return std::visit(
       [&](const auto& n) -> absl::Status {
         using T = std::decay_t<decltype(n)>;
@@ -547,10 +608,15 @@ absl::Status Emitter::EmitStmt(const Stmt& s, bool element) {
           Close();
           return absl::OkStatus();
         } else if constexpr (std::is_same_v<T, ForStmt>) {
-          if (n.loop == LoopKind::kPipelined && !element) {
-            return EmitPipelined(n, s.loc);
-          }
-          return EmitFor(n, element);
+          // (Groups were waited for above; a loop's own emitters start a
+          // sequence of their own where they defer waits.)
+          const int lazy = wg_lazy_;
+          wg_lazy_ = 0;
+          absl::Status st = n.loop == LoopKind::kPipelined && !element
+                                ? EmitPipelined(n, s.loc)
+                                : EmitFor(n, element);
+          wg_lazy_ = lazy;
+          return st;
         } else if constexpr (std::is_same_v<T, AllocStmt>) {
           return EmitAlloc(n);
         } else if constexpr (std::is_same_v<T, RasterizeStmt>) {

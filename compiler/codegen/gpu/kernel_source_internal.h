@@ -171,6 +171,23 @@ class Emitter {
   void Flush() {
     if (!pend_r_.empty() || !pend_w_.empty()) Barrier();
   }
+  // Hopper wgmma groups are waited for lazily inside a statement sequence
+  // (EmitBlock, a pipelined loop's body): a group stays in flight until a
+  // statement touches its accumulator or writes one of its operands; then
+  // wgmma_wait<N> leaves the N younger groups running (groups complete in
+  // order). Control flow and the end of the sequence wait for all.
+  struct WgGroup {
+    std::string acc_code;            // the accumulator's registers
+    std::set<std::string> acc;       // its tile (read or written: wait)
+    std::set<std::string> operands;  // A and B (written: wait)
+  };
+  void WgWaitFor(const Stmt& s);
+  // After a wgmma group is issued: wait at once outside a sequence, else
+  // record it in flight.
+  void WgIssued(const GemmStmt& g, const std::string& acc_code);
+  void WgFlush();
+  std::vector<WgGroup> wg_groups_;
+  int wg_lazy_ = 0;  // > 0: inside a sequence that flushes at its end
   // The shared buffers a statement reads and writes (whole subtree); by
   // default a buffer is shared when Shared() says so (after its alloc was
   // emitted), else when `shared` does.
@@ -519,6 +536,10 @@ std::optional<std::array<size_t, 2>> TensorTileRegion(
 // slice's, or the tensor's for a whole dim).
 std::optional<std::array<size_t, 2>> ParamTileRegion(
     const Param& p, const Region& r, const std::vector<int64_t>& dims);
+// Whether a region of tensor parameter `p` fills a rank-1 tile of `n`
+// elements as one row: its only free dim the innermost, contiguous, of
+// extent n.
+bool ParamRowRegion(const Param& p, const Region& r, int64_t n);
 // Names used by a region (its buffer and the names in its slices).
 void RegionUses(const Region& r, std::set<std::string>* used);
 // Uses of names in `b` outside the statement `skip` (and what it nests).

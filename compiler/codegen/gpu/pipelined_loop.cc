@@ -195,10 +195,15 @@ absl::Status Emitter::EmitPipelined(const ForStmt& f, const Loc& loc) {
   };
   // The loop body past the ring's copies (issued S - 1 iterations ahead).
   auto emit_rest = [&]() -> absl::Status {
+    ++wg_lazy_;  // wgmma waits deferred within the body (WgWaitFor)
+    absl::Status st;
     for (const Stmt& s : f.body) {
-      if (!in_ring(s)) KILN_GPU_RETURN_IF_ERROR(EmitStmt(s, false));
+      if (!in_ring(s)) st = EmitStmt(s, false);
+      if (!st.ok()) break;
     }
-    return absl::OkStatus();
+    WgFlush();
+    --wg_lazy_;
+    return st;
   };
   // Hopper: the warp-specialised TMA ring (cuda/hopper/tma_loop.cc), when
   // planned; the cp.async ring below stays as its fallback.

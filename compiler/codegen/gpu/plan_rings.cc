@@ -13,7 +13,9 @@
 //      a block table). Each issue evaluates them again for its iteration,
 //    - that moves in 16-byte chunks (ChunkedRows: an unpadded tile of the
 //      tensor's dtype whose rows are whole chunks; TensorTileRegion: the
-//      region's two free dims the tile's, the innermost contiguous).
+//      region's two free dims the tile's, the innermost contiguous; a
+//      rank-1 tile is one such row, its region's one free dim the
+//      innermost: a row of per-row statistics such as attention's Lse).
 // 3. `tma`: the loop is the warp-specialised one and every copy from a
 //    tensor in its body is in the ring (the producer's TMA ring takes it;
 //    this ring stays its fallback).
@@ -83,6 +85,7 @@ struct RingPlanner {
     std::set<std::string> needed;
     int tensor_copies = 0;
     bool gemm_loop = true;
+    bool has_row_tile = false;  // a rank-1 tile in the ring (no TMA box)
     for (const Stmt& s : f.body) {
       auto* c = std::get_if<CopyStmt>(&s.node);
       auto p = c ? tensors.find(c->src.name) : tensors.end();
@@ -101,6 +104,12 @@ struct RingPlanner {
         const TileInfo& t = frag.tiles.at(c->dst.name);
         const int64_t pad =
             t.layout.kind == Layout::Kind::kPadded ? t.layout.param : 0;
+        if (t.dims.size() == 1) {
+          has_row_tile = true;
+          return internal::ChunkedRows(t.dtype, {1, t.dims[0]}, pad,
+                                       p->second->dtype) &&
+                 internal::ParamRowRegion(*p->second, c->src, t.dims[0]);
+        }
         return internal::ChunkedRows(t.dtype, t.dims, pad, p->second->dtype) &&
                internal::ParamTileRegion(*p->second, c->src, t.dims)
                    .has_value();
@@ -122,7 +131,7 @@ struct RingPlanner {
       ring.lets.insert(ring.lets.begin(), l);
     }
     // (The TMA producer evaluates no lets.)
-    ring.tma = &f == plan->ws.loop && ring.lets.empty() &&
+    ring.tma = &f == plan->ws.loop && ring.lets.empty() && !has_row_tile &&
                static_cast<int>(ring.copies.size()) == tensor_copies;
     bool affine = true;
     for (const CopyStmt* c : ring.copies) {

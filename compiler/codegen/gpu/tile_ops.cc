@@ -362,7 +362,21 @@ bool Emitter::TryFastCopy(const Access& src, const Access& dst, const Stmt* at,
   const Access& g = g2s ? src : dst;
   const Access& t = g2s ? dst : src;
   const Buf& tb = *t.buf;
-  if (r2g) {
+  // A rank-1 shared tile moves as one row (RowMajor<1, N>) of a region
+  // whose one free dim is the tensor's contiguous innermost.
+  const bool row1 = !r2g && tb.dims.size() == 1;
+  if (row1) {
+    const std::vector<int64_t> dims{1, tb.dims[0]};
+    if (!ChunkedRows(tb.dtype, dims, tb.pad, g.buf->dtype) || !t.free[0] ||
+        g.buf->strides.back() != "1LL") {
+      return false;
+    }
+    for (size_t d = 0; d < g.free.size(); ++d) {
+      if (g.free[d] != (d + 1 == g.free.size())) return false;
+    }
+    auto e = FoldInt(g.extents.back());
+    if (!e || *e != tb.dims[0]) return false;
+  } else if (r2g) {
     if (tb.dims.size() != 2 || tb.reg->m != tb.dims[0] ||
         tb.reg->n != tb.dims[1]) {
       return false;
@@ -377,11 +391,21 @@ bool Emitter::TryFastCopy(const Access& src, const Access& dst, const Stmt* at,
   // (4-bit tiles never get here: ChunkedRows refuses them, and register
   // accumulators are f32.)
   const DType dt = tb.dtype;
-  // The global region's two free dims, rows then columns.
-  const auto free_dims = TensorTileRegion(tb.dims, g.free, g.extents,
-                                          g.buf->strides.back() == "1LL");
+  // The global region's two free dims, rows then columns (a row tile: its
+  // one free dim as the columns; kNoRow marks the row dim it lacks).
+  constexpr size_t kNoRow = ~size_t{0};
+  const auto free_dims =
+      row1 ? std::optional<std::array<size_t, 2>>(
+                 std::array<size_t, 2>{kNoRow, g.free.size() - 1})
+           : TensorTileRegion(tb.dims, g.free, g.extents,
+                              g.buf->strides.back() == "1LL");
   if (!free_dims) return false;
   const std::array<size_t, 2>& fd = *free_dims;
+  const std::string layout =
+      row1 ? StrCat("kiln::RowMajor<1, ", tb.dims[0], ", 0>") : tb.layout;
+  const std::vector<int64_t> tdims =
+      row1 ? std::vector<int64_t>{1, tb.dims[0]} : tb.dims;
+  const std::string row_stride = row1 ? "0LL" : g.buf->strides[fd[0]];
   auto emit = [&]() -> absl::Status {
     std::vector<std::string> start;
     for (size_t d = 0; d < g.starts.size(); ++d) {
@@ -397,25 +421,25 @@ bool Emitter::TryFastCopy(const Access& src, const Access& dst, const Stmt* at,
     auto dimsz = [&](size_t d) -> absl::StatusOr<std::string> {
       return Index(g.buf->shape[d]);
     };
-    auto r_dim = dimsz(fd[0]);
+    auto r_dim = row1 ? absl::StatusOr<std::string>("1LL") : dimsz(fd[0]);
     auto c_dim = dimsz(fd[1]);
     if (!r_dim.ok()) return r_dim.status();
     if (!c_dim.ok()) return c_dim.status();
-    const std::string r0 = start[fd[0]], c0 = start[fd[1]];
+    const std::string r0 = row1 ? "0LL" : start[fd[0]], c0 = start[fd[1]];
     Open("");
     Line("const long long kiln_r0 = " + r0 + ", kiln_c0 = " + c0 + ";");
     Line(
         StrCat("const int kiln_rlo = (int)kiln::min_(kiln::max_(-kiln_r0, "
                "0LL), ",
-               tb.dims[0], "LL);"));
+               tdims[0], "LL);"));
     Line(StrCat("const int kiln_rhi = (int)kiln::max_(kiln::min_(", *r_dim,
-                " - kiln_r0, ", tb.dims[0], "LL), 0LL);"));
+                " - kiln_r0, ", tdims[0], "LL), 0LL);"));
     Line(
         StrCat("const int kiln_clo = (int)kiln::min_(kiln::max_(-kiln_c0, "
                "0LL), ",
-               tb.dims[1], "LL);"));
+               tdims[1], "LL);"));
     Line(StrCat("const int kiln_chi = (int)kiln::max_(kiln::min_(", *c_dim,
-                " - kiln_c0, ", tb.dims[1], "LL), 0LL);"));
+                " - kiln_c0, ", tdims[1], "LL), 0LL);"));
     const std::string st_type = StorageType(dt);
     const std::string gp = g.buf->code + " + (" + base_off + ")";
     const std::string tp =
@@ -423,10 +447,9 @@ bool Emitter::TryFastCopy(const Access& src, const Access& dst, const Stmt* at,
     if (r2g) {
       const std::string tag =
           out == DType::kF32 ? std::string("float") : NarrowTag(out);
-      const std::string stores =
-          StrCat("kiln::r2g_acc<", tag, ", ", tb.layout, ">(", gp, ", ",
-                 g.buf->strides[fd[0]], ", ", tb.code,
-                 ", kiln_rlo, kiln_rhi, kiln_clo, kiln_chi);");
+      const std::string stores = StrCat(
+          "kiln::r2g_acc<", tag, ", ", layout, ">(", gp, ", ", row_stride, ", ",
+          tb.code, ", kiln_rlo, kiln_rhi, kiln_clo, kiln_chi);");
       absl::StatusOr<int> map = TmaStoreMap(at);
       if (!map.ok()) return map.status();
       if (*map >= 0) {
@@ -436,7 +459,7 @@ bool Emitter::TryFastCopy(const Access& src, const Access& dst, const Stmt* at,
           StrAppend(&at, at.empty() ? "" : ", ", "(int)(", start[d], ")");
         }
         Open("if (kiln_tma)");
-        Line(StrCat("kiln::r2g_acc_tma<", tag, ", ", tb.layout, ", ",
+        Line(StrCat("kiln::r2g_acc_tma<", tag, ", ", layout, ", ",
                     start.size() - 1 - fd[0], ">(&kiln_map", *map,
                     ", kiln_smem + ", kp_.shared.tma_staging, ", ", tb.code,
                     ", {", at, "});"));
@@ -449,17 +472,16 @@ bool Emitter::TryFastCopy(const Access& src, const Access& dst, const Stmt* at,
       }
     } else if (g2s && g2s_mode_ == G2sMode::kTestWhole) {
       Line(StrCat("kiln_whole = kiln_whole && kiln::g2s_tile_whole<", st_type,
-                  ", ", tb.layout, ">(", gp, ", ", g.buf->strides[fd[0]],
+                  ", ", layout, ">(", gp, ", ", row_stride,
                   ", kiln_rlo, kiln_rhi, kiln_clo, kiln_chi);"));
     } else if (g2s) {
-      Line(StrCat("kiln::g2s_tile_async<", st_type, ", ", tb.layout, ", ",
+      Line(StrCat("kiln::g2s_tile_async<", st_type, ", ", layout, ", ",
                   threads_, g2s_mode_ == G2sMode::kCopyWhole ? ", true" : "",
-                  ">(", tp, ", ", gp, ", ", g.buf->code, ", ",
-                  g.buf->strides[fd[0]],
+                  ">(", tp, ", ", gp, ", ", g.buf->code, ", ", row_stride,
                   ", kiln_rlo, kiln_rhi, kiln_clo, kiln_chi);"));
     } else {
-      Line(StrCat("kiln::s2g_tile<", st_type, ", ", tb.layout, ", ", threads_,
-                  ">(", gp, ", ", g.buf->strides[fd[0]], ", ", tb.code,
+      Line(StrCat("kiln::s2g_tile<", st_type, ", ", layout, ", ", threads_,
+                  ">(", gp, ", ", row_stride, ", ", tb.code,
                   ", kiln_rlo, kiln_rhi, kiln_clo, kiln_chi);"));
     }
     Close();
@@ -518,6 +540,25 @@ std::optional<std::array<size_t, 2>> ParamTileRegion(
     contiguous = c && *c == 1;
   }
   return TensorTileRegion(dims, free, extents, contiguous);
+}
+
+bool ParamRowRegion(const Param& p, const Region& r, int64_t n) {
+  const size_t rank = p.shape.size();
+  for (size_t d = 0; d < rank; ++d) {
+    Slice s;
+    if (r.has_slices && d < r.slices.size()) s = r.slices[d];
+    const bool free = s.kind != Slice::Kind::kIndex;
+    if (free != (d + 1 == rank)) return false;
+    if (!free) continue;
+    auto e = FoldInt(s.kind == Slice::Kind::kRange ? FoldConstants(s.extent)
+                                                   : p.shape[d]);
+    if (!e || *e != n) return false;
+  }
+  if (!p.strides.empty()) {
+    auto c = FoldInt(p.strides.back());
+    if (!c || *c != 1) return false;
+  }
+  return rank > 0;
 }
 
 absl::Status Emitter::EmitFill(const FillStmt& f, const Loc& loc) {
@@ -1042,6 +1083,14 @@ absl::Status Emitter::EmitCumsum(const CumsumStmt& c, const Loc& loc) {
   return st;
 }
 
+void Emitter::WgIssued(const GemmStmt& g, const std::string& acc_code) {
+  if (wg_lazy_ == 0) {
+    Line("kiln::wgmma_wait<0>();");
+    return;
+  }
+  wg_groups_.push_back({acc_code, {g.c.name}, {g.a.name, g.b.name}});
+}
+
 absl::Status Emitter::EmitGemm(const GemmStmt& g, const Loc& loc) {
   auto a = MakeAccess(g.a);
   if (!a.ok()) return a.status();
@@ -1077,7 +1126,7 @@ absl::Status Emitter::EmitGemm(const GemmStmt& g, const Loc& loc) {
                   ", ", rf.warps_m, ", ", g.transpose_b ? "true" : "false",
                   ", ", b->buf->layout, ">(", c->buf->code, ", ", a->buf->code,
                   ", ", b->buf->code, ");"));
-      if (!defer_wgmma_wait_) Line("kiln::wgmma_wait<0>();");
+      if (!defer_wgmma_wait_) WgIssued(g, c->buf->code);
       return absl::OkStatus();
     }
     if (rf.warpgroup) {
@@ -1100,7 +1149,7 @@ absl::Status Emitter::EmitGemm(const GemmStmt& g, const Loc& loc) {
                   b->buf->layout, chunk != rf.n ? StrCat(", ", chunk) : "",
                   ">(", c->buf->code, ", ", a->buf->code, ", ", b->buf->code,
                   ");"));
-      if (!defer_wgmma_wait_ && !fp8) Line("kiln::wgmma_wait<0>();");
+      if (!defer_wgmma_wait_ && !fp8) WgIssued(g, c->buf->code);
       return absl::OkStatus();
     }
     if (!a->buf->packed_from.empty()) {

@@ -213,9 +213,12 @@ def _parse_function(func: Callable) -> Tuple[ast.FunctionDef, str]:
 
 
 def _function_env(func: Callable) -> Dict[str, Any]:
-    """What names in ``func`` see: builtins, globals, then its closure."""
+    """What names in ``func`` see: builtins, globals, the defining scope's
+    names as they were at the decoration (for string annotations, PEP 563),
+    then its closure."""
     env: Dict[str, Any] = dict(vars(builtins))
     env.update(func.__globals__)
+    env.update(getattr(func, "__kiln_outer__", {}))
     code = func.__code__
     for name, cell in zip(code.co_freevars, func.__closure__ or ()):
         try:
@@ -949,6 +952,14 @@ class _Translator:
                                       f"{reason}") from None
             raise KilnSourceError(
                 f"'{what}' has no attribute '{node.attr}'") from None
+
+    def ev_Lambda(self, node: ast.Lambda) -> Any:
+        """A Python lambda (the index map of ``T.Layout(shape, lambda i,
+        j: [...])``): an ordinary Python function over the kernel's Python
+        names, never part of the kernel's code."""
+        expr = ast.fix_missing_locations(ast.Expression(body=node))
+        return eval(compile(expr, self.filename, "eval"),  # noqa: S307
+                    dict(self.env))
 
     def ev_Tuple(self, node: ast.Tuple) -> Any:
         return tuple(self._elts(node.elts))

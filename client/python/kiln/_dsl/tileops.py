@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 from kiln._dsl import expr as E
 from kiln._dsl.dtypes import itemsize_bits, to_ir
 from kiln.errors import KilnSourceError
-from kiln.layout import Layout
+from kiln.layout import IndexMap, Layout
 
 if TYPE_CHECKING:
     from kiln._dsl.frontend import _Translator
@@ -262,9 +262,30 @@ def _copy(t: "_Translator", a: Dict[str, Any]) -> None:
     sbuf, _ = _operand(a["src"], "")
     dbuf, _ = _operand(a["dst"], "")
     if sbuf.scope == dbuf.scope == "global":
-        raise KilnSourceError("T.copy between two global tensors is not "
-                              "supported; stage through a tile")
+        _copy_global_to_global(t, src, dst, sbuf, ssh)
+        return
     t.emit(f"copy {src} -> {dst}")
+
+
+def _copy_global_to_global(t: "_Translator", src: str, dst: str,
+                           sbuf: Any, shape: List[Any]) -> None:
+    """TileLang's tensor-to-tensor T.copy (a cast or a re-layout pass):
+    staged through a fragment of the region's shape in the source type,
+    converted on the store. The region must have a compile-time shape."""
+    box = [d for d in shape if not _is_unit(d)] or [1]
+    for d in box:
+        if not isinstance(d, int) and not (
+                isinstance(d, E.Expr) and all(isinstance(n, E.Tunable)
+                                              for n in E.names_in(d))):
+            raise KilnSourceError(
+                f"T.copy between two global tensors stages through a tile, "
+                f"so its region needs a compile-time shape; extent '{d}' is "
+                "not one")
+    tmp = t.names.fresh("staged")
+    dims = ", ".join(t.r(d) for d in box)
+    t.emit(f"alloc fragment {tmp}: {sbuf.dtype_ir}[{dims}]")
+    t.emit(f"copy {src} -> {tmp}")
+    t.emit(f"copy {tmp} -> {dst}")
 
 
 def _gemm(t: "_Translator", a: Dict[str, Any]) -> None:
@@ -444,6 +465,10 @@ def _annotate_layout(t: "_Translator", a: Dict[str, Any]) -> None:
         raise KilnSourceError("T.annotate_layout takes a dict "
                               "{tile: layout}")
     for buf, layout in layout_map.items():
+        if (isinstance(buf, Buffer) and buf.scope == "global"
+                and isinstance(layout, IndexMap)):
+            _check_index_map(buf, layout)
+            continue
         if not isinstance(buf, Buffer) or buf.line is None:
             raise KilnSourceError("T.annotate_layout keys are tiles made by "
                                   "T.alloc_shared")
@@ -451,6 +476,12 @@ def _annotate_layout(t: "_Translator", a: Dict[str, Any]) -> None:
             raise KilnSourceError(
                 f"'{buf.py_name}' is a {buf.scope} tile: only shared tiles "
                 "take a layout (fragment layouts are inferred)")
+        if isinstance(layout, IndexMap):
+            raise KilnSourceError(
+                f"'{buf.py_name}' is a {buf.scope} tile: an index map "
+                "(T.Layout) applies to global tensors only; tiles take "
+                "make_swizzled_layout, make_padded_layout or "
+                "make_row_major_layout")
         if not isinstance(layout, Layout):
             raise KilnSourceError(
                 f"the layout of '{buf.py_name}' must come from "
@@ -464,6 +495,20 @@ def _annotate_layout(t: "_Translator", a: Dict[str, Any]) -> None:
             spec = "row_major"
         line = t.lines[buf.line]
         line[1] = line[1].split(" layout ")[0] + f" layout {spec}"
+
+
+def _check_index_map(buf: Any, layout: "IndexMap") -> None:
+    """A global tensor's index map keeps the tensor logical (IndexMap):
+    only its shape and arity are checked."""
+    rank = len(buf.shape)
+    if len(layout.shape) != rank:
+        raise KilnSourceError(
+            f"T.Layout for '{buf.py_name}' has {len(layout.shape)} "
+            f"dimensions; the tensor has {rank}")
+    if layout.arity is not None and layout.arity != rank:
+        raise KilnSourceError(
+            f"T.Layout for '{buf.py_name}': its function takes "
+            f"{layout.arity} indices; the tensor has {rank} dimensions")
 
 
 def _assume(t: "_Translator", a: Dict[str, Any]) -> None:

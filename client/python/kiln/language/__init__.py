@@ -394,6 +394,14 @@ def use_swizzle(panel_size, order="row", enable=True):
     """Rasterises blocks in panels for L2 reuse."""
 
 
+def Layout(shape, forward_fn):  # noqa: N802 (TileLang's name)
+    """TileLang's index-map layout, for ``T.annotate_layout`` on a global
+    tensor: checked, then without effect, since Kiln keeps tensors in
+    their logical layout (kiln.layout.IndexMap says why that is safe)."""
+    from kiln.layout import IndexMap
+    return IndexMap(shape, forward_fn)
+
+
 @_tile_op
 def annotate_layout(layout_map):
     """Pins shared tiles' layouts: ``{tile: make_swizzled_layout(tile)}``."""
@@ -412,6 +420,16 @@ def ceildiv(a: Any, b: Any) -> Any:
 
 
 cdiv = ceildiv
+
+
+def floordiv(a: Any, b: Any) -> Any:
+    """``a // b``: integer division rounding toward negative infinity."""
+    return _expr.binop("//", a, b)
+
+
+def floormod(a: Any, b: Any) -> Any:
+    """``a % b`` with the divisor's sign (the floor modulo)."""
+    return _expr.binop("%", a, b)
 
 
 def max(a: Any, b: Any) -> Any:  # noqa: A001
@@ -493,12 +511,26 @@ def infinity(dtype: Any = "float32") -> Any:
     return _expr.const(_math.inf)
 
 
+def _with_outer_names(func: Callable, frame: Any) -> Callable:
+    """Remembers the names of the scope that defines ``func`` (a factory's
+    locals), so annotations that name them resolve when the module has
+    ``from __future__ import annotations`` (its annotations are strings,
+    and a name used only there is not in the function's closure)."""
+    if frame is not None and frame.f_locals is not frame.f_globals:
+        try:
+            func.__kiln_outer__ = dict(frame.f_locals)
+        except (AttributeError, TypeError):
+            pass
+    return func
+
+
 def macro(func: Optional[Callable] = None, **_options: Any) -> Any:
     """A helper whose statements are inlined into the kernel where called."""
+    import sys
     from kiln._dsl.frontend import Macro
     if func is None:
-        return lambda f: Macro(f)
-    return Macro(func)
+        return lambda f: Macro(_with_outer_names(f, sys._getframe(1)))
+    return Macro(_with_outer_names(func, sys._getframe(1)))
 
 
 # TileLang names Kiln does not provide, with what to write instead (the
@@ -530,10 +562,11 @@ UNSUPPORTED = {
 def prim_func(func: Optional[Callable] = None, **_options: Any) -> Any:
     """The decorated function as a tile-IR program, translated on first
     use (its ``.ir``, ``kiln.compile``, ``@kiln.jit``)."""
+    import sys
     from kiln._dsl.frontend import LazyPrimFunc
     if func is None:
-        return lambda f: LazyPrimFunc(f)
-    return LazyPrimFunc(func)
+        return lambda f: LazyPrimFunc(_with_outer_names(f, sys._getframe(1)))
+    return LazyPrimFunc(_with_outer_names(func, sys._getframe(1)))
 
 
 __all__ = [name for name in dir() if not name.startswith("_") and name not in

@@ -57,6 +57,20 @@ struct WgmmaTile {
            (chunk ^ ((r / kRowsPerPhase) % kChunks)) * kPerChunk +
            c % kPerChunk;
   }
+  // ldmatrix addressing (see Swizzled::Cursor), for an mma.sync GEMM that
+  // reads a tile laid out for wgmma (an accumulator too short for a
+  // warpgroup sharing an operand with wgmma GEMMs). A step may cross
+  // panels, so it takes the whole offset; R and C are compile-time, so
+  // most of it folds.
+  struct Cursor {
+    int r, c;
+  };
+  __device__ __forceinline__ static Cursor cursor(int r, int c) {
+    return {r, c};
+  }
+  __device__ __forceinline__ static int step(Cursor cu, int R, int C) {
+    return offset(cu.r + R, cu.c + C);
+  }
   __device__ __forceinline__ static u64 encode(u32 bytes) {
     return static_cast<u64>((bytes & 0x3FFFF) >> 4);
   }
