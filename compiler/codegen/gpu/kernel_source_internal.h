@@ -536,9 +536,13 @@ std::optional<std::array<size_t, 2>> TensorTileRegion(
 // slice's, or the tensor's for a whole dim).
 std::optional<std::array<size_t, 2>> ParamTileRegion(
     const Param& p, const Region& r, const std::vector<int64_t>& dims);
-// Whether a region of tensor parameter `p` fills a rank-1 tile of `n`
-// elements as one row: its only free dim the innermost, contiguous, of
-// extent n.
+// Whether a tensor region (per dim: free, and its extent) fills a rank-1
+// tile of `n` elements as one row: its only free dim the innermost, which
+// is contiguous, of extent n.
+bool TensorRowRegion(int64_t n, const std::vector<bool>& free,
+                     const std::vector<Expr>& extents, bool inner_contiguous);
+// TensorRowRegion for a region of tensor parameter `p` as the emitter
+// addresses it (as ParamTileRegion).
 bool ParamRowRegion(const Param& p, const Region& r, int64_t n);
 // Names used by a region (its buffer and the names in its slices).
 void RegionUses(const Region& r, std::set<std::string>* used);

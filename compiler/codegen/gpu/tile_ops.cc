@@ -368,14 +368,10 @@ bool Emitter::TryFastCopy(const Access& src, const Access& dst, const Stmt* at,
   if (row1) {
     const std::vector<int64_t> dims{1, tb.dims[0]};
     if (!ChunkedRows(tb.dtype, dims, tb.pad, g.buf->dtype) || !t.free[0] ||
-        g.buf->strides.back() != "1LL") {
+        !TensorRowRegion(tb.dims[0], g.free, g.extents,
+                         g.buf->strides.back() == "1LL")) {
       return false;
     }
-    for (size_t d = 0; d < g.free.size(); ++d) {
-      if (g.free[d] != (d + 1 == g.free.size())) return false;
-    }
-    auto e = FoldInt(g.extents.back());
-    if (!e || *e != tb.dims[0]) return false;
   } else if (r2g) {
     if (tb.dims.size() != 2 || tb.reg->m != tb.dims[0] ||
         tb.reg->n != tb.dims[1]) {
@@ -522,43 +518,52 @@ std::optional<std::array<size_t, 2>> TensorTileRegion(
   return std::array<size_t, 2>{fd[0], fd[1]};
 }
 
+bool TensorRowRegion(int64_t n, const std::vector<bool>& free,
+                     const std::vector<Expr>& extents, bool inner_contiguous) {
+  if (free.empty() || !inner_contiguous) return false;
+  for (size_t d = 0; d < free.size(); ++d) {
+    if (free[d] != (d + 1 == free.size())) return false;
+  }
+  auto e = FoldInt(extents.back());
+  return e && *e == n;
+}
+
+namespace {
+
+// A region of tensor parameter `p` as the emitter addresses it
+// (MakeAccess: a dim is free unless indexed; its extent the slice's, or
+// the tensor's for a whole dim); returns whether the innermost dim is
+// contiguous.
+bool ParamRegionDims(const Param& p, const Region& r, std::vector<bool>* free,
+                     std::vector<Expr>* extents) {
+  for (size_t d = 0; d < p.shape.size(); ++d) {
+    Slice s;
+    if (r.has_slices && d < r.slices.size()) s = r.slices[d];
+    free->push_back(s.kind != Slice::Kind::kIndex);
+    extents->push_back(s.kind == Slice::Kind::kRange  ? FoldConstants(s.extent)
+                       : s.kind == Slice::Kind::kFull ? p.shape[d]
+                                                      : Expr::Int(1));
+  }
+  if (p.strides.empty()) return true;
+  auto c = FoldInt(p.strides.back());
+  return c && *c == 1;
+}
+
+}  // namespace
+
 std::optional<std::array<size_t, 2>> ParamTileRegion(
     const Param& p, const Region& r, const std::vector<int64_t>& dims) {
   std::vector<bool> free;
   std::vector<Expr> extents;
-  for (size_t d = 0; d < p.shape.size(); ++d) {
-    Slice s;
-    if (r.has_slices && d < r.slices.size()) s = r.slices[d];
-    free.push_back(s.kind != Slice::Kind::kIndex);
-    extents.push_back(s.kind == Slice::Kind::kRange  ? FoldConstants(s.extent)
-                      : s.kind == Slice::Kind::kFull ? p.shape[d]
-                                                     : Expr::Int(1));
-  }
-  bool contiguous = true;
-  if (!p.strides.empty()) {
-    auto c = FoldInt(p.strides.back());
-    contiguous = c && *c == 1;
-  }
+  const bool contiguous = ParamRegionDims(p, r, &free, &extents);
   return TensorTileRegion(dims, free, extents, contiguous);
 }
 
 bool ParamRowRegion(const Param& p, const Region& r, int64_t n) {
-  const size_t rank = p.shape.size();
-  for (size_t d = 0; d < rank; ++d) {
-    Slice s;
-    if (r.has_slices && d < r.slices.size()) s = r.slices[d];
-    const bool free = s.kind != Slice::Kind::kIndex;
-    if (free != (d + 1 == rank)) return false;
-    if (!free) continue;
-    auto e = FoldInt(s.kind == Slice::Kind::kRange ? FoldConstants(s.extent)
-                                                   : p.shape[d]);
-    if (!e || *e != n) return false;
-  }
-  if (!p.strides.empty()) {
-    auto c = FoldInt(p.strides.back());
-    if (!c || *c != 1) return false;
-  }
-  return rank > 0;
+  std::vector<bool> free;
+  std::vector<Expr> extents;
+  const bool contiguous = ParamRegionDims(p, r, &free, &extents);
+  return TensorRowRegion(n, free, extents, contiguous);
 }
 
 absl::Status Emitter::EmitFill(const FillStmt& f, const Loc& loc) {
