@@ -467,6 +467,69 @@ TEST(FragmentPlanTest, AFragmentBesideAnAccumulatorMirrorsItsRegisters) {
   EXPECT_EQ(Layout(*uniform, "Acc"), "shared (fragment)");
 }
 
+TEST(FragmentPlanTest, AnAccumulatorTooWideForOneWarpgroupSplitsItsColumns) {
+  // MLA decode: 64 heads x 512 latent columns over two warpgroups. The rows
+  // are one 64-row wgmma tile, so the warpgroups split the columns (256
+  // each, 128 registers per thread) and both accumulators stay on wgmma;
+  // P, whose rows each warpgroup needs whole, goes through shared memory
+  // as the second gemm's A operand, and the row statistics meet there too.
+  const std::string text = testing::ReadFileOrDie(testing::TestDataDir() /
+                                                  "corpus" / "mla_decode.tile");
+  auto plan =
+      PlanOf(text, "sm_90a", {{"BN", 64}, {"STAGES", 1}}, "mla_decode_split");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(Layout(*plan, "acc_o"),
+            "registers, wgmma accumulator [64, 512] over 1x2 warpgroups, 128 "
+            "per thread");
+  EXPECT_EQ(Layout(*plan, "acc_s"),
+            "registers, wgmma accumulator [64, 64] over 1x2 warpgroups, 16 per "
+            "thread");
+  EXPECT_EQ(Layout(*plan, "acc_s_cast"),
+            "shared, wgmma operand (swizzled panels, 1024-byte aligned)");
+  // sm_80 keeps mma.sync's warp grid.
+  auto ampere =
+      PlanOf(text, "sm_80", {{"BN", 64}, {"STAGES", 1}}, "mla_decode_split");
+  ASSERT_TRUE(ampere.ok()) << ampere.status();
+  EXPECT_THAT(Layout(*ampere, "acc_o"), HasSubstr("mma accumulator [64, 512]"));
+}
+
+TEST(FragmentPlanTest, WarpgroupsSplitRowsFirstThenColumns) {
+  auto tile = [](int64_t rows, int64_t cols, DType dt = DType::kBF16) {
+    gpu::TileInfo t;
+    t.dtype = dt;
+    t.dims = {rows, cols};
+    return t;
+  };
+  int wm = 0, wn = 0;
+  // Rows divide among the warpgroups: a row split, as before.
+  ASSERT_TRUE(gpu::ChooseWarpgroups(128, 256, 64, 256, tile(128, 64),
+                                    tile(256, 64), true, &wm, &wn));
+  EXPECT_EQ(wm, 2);
+  EXPECT_EQ(wn, 1);
+  // One 64-row tile over two warpgroups: the columns split.
+  ASSERT_TRUE(gpu::ChooseWarpgroups(64, 512, 64, 256, tile(64, 64),
+                                    tile(64, 512), false, &wm, &wn));
+  EXPECT_EQ(wm, 1);
+  EXPECT_EQ(wn, 2);
+  // 128 rows over four warpgroups: two row slices of two column slices.
+  ASSERT_TRUE(gpu::ChooseWarpgroups(128, 256, 64, 512, tile(128, 64),
+                                    tile(256, 64), true, &wm, &wn));
+  EXPECT_EQ(wm, 2);
+  EXPECT_EQ(wn, 2);
+  // A slice of an N-major B must start on its 64-element swizzle panels.
+  EXPECT_FALSE(gpu::ChooseWarpgroups(64, 64, 64, 256, tile(64, 64),
+                                     tile(64, 64), false, &wm, &wn));
+  EXPECT_TRUE(gpu::ChooseWarpgroups(64, 64, 64, 256, tile(64, 64), tile(64, 64),
+                                    true, &wm, &wn));
+  // fp8 promotes its product per warpgroup: no column split.
+  EXPECT_FALSE(
+      gpu::ChooseWarpgroups(64, 256, 128, 256, tile(64, 128, DType::kF8E4M3),
+                            tile(256, 128, DType::kF8E4M3), true, &wm, &wn));
+  // More than 256 columns per warpgroup do not fit one instruction.
+  EXPECT_FALSE(gpu::ChooseWarpgroups(64, 1024, 64, 256, tile(64, 64),
+                                     tile(64, 1024), false, &wm, &wn));
+}
+
 TEST(FragmentPlanTest,
      AConstantBoxOfAnAccumulatorStoredToATensorStaysInRegisters) {
   // TileLang's decode kernels store the valid rows of a head group smaller

@@ -376,17 +376,41 @@ std::optional<FragmentBox> RegisterBox(const Region& r, int64_t m, int64_t n) {
   return box;
 }
 
-bool WarpgroupFits(int64_t m, int64_t n, int64_t k, int64_t threads,
-                   const TileInfo& a, const TileInfo& b) {
+bool ChooseWarpgroups(int64_t m, int64_t n, int64_t k, int64_t threads,
+                      const TileInfo& a, const TileInfo& b, bool transpose_b,
+                      int* wgs_m, int* wgs_n) {
   auto operand = [](const TileInfo& t) {
     return t.dims.size() == 2 && t.dims[0] % 8 == 0 &&
            (t.dims[1] * (DTypeBits(t.dtype) / 8)) % 32 == 0;
   };
   const int64_t groups = threads / 128;
+  const int64_t bytes = std::max<int64_t>(1, DTypeBits(a.dtype) / 8);
   // One instruction is 32 bytes of K: k16 for 16-bit types, k32 for fp8.
-  const int64_t k_step = 32 / std::max<int64_t>(1, DTypeBits(a.dtype) / 8);
-  return threads % 128 == 0 && groups > 0 && m % (64 * groups) == 0 &&
-         n % 8 == 0 && n <= 256 && k % k_step == 0 && operand(a) && operand(b);
+  const int64_t k_step = 32 / bytes;
+  if (threads % 128 != 0 || groups == 0 || k % k_step != 0 || !operand(a) ||
+      !operand(b)) {
+    return false;
+  }
+  // B's swizzle panel in elements (kiln::WgmmaTile::kPanel): an N-major B
+  // is addressed a panel at a time.
+  const int64_t row_bytes = b.dims[1] * bytes;
+  const int64_t span = row_bytes % 128 == 0  ? 128
+                       : row_bytes % 64 == 0 ? 64
+                                             : 32;
+  for (int64_t wm = groups; wm >= 1; --wm) {
+    if (groups % wm != 0) continue;
+    const int64_t wn = groups / wm;
+    if (m % (64 * wm) != 0 || n % wn != 0) continue;
+    const int64_t cols = n / wn;
+    if (cols % 8 != 0 || cols > 256) continue;
+    if (wn > 1 && (bytes != 2 || (!transpose_b && cols % (span / 2) != 0))) {
+      continue;
+    }
+    *wgs_m = static_cast<int>(wm);
+    *wgs_n = static_cast<int>(wn);
+    return true;
+  }
+  return false;
 }
 
 bool ChooseWarps(int64_t m, int64_t n, int64_t warps, GemmPolicy policy,
@@ -425,8 +449,9 @@ std::map<std::string, std::string> FragmentPlan::Describe() const {
       const RegisterFragment& r = it->second;
       out[name] = r.warpgroup
                       ? StrCat("registers, wgmma accumulator [", r.m, ", ", r.n,
-                               "] over ", r.warps_m, " warpgroups, ", r.regs(),
-                               " per thread")
+                               "] over ", r.warps_m,
+                               r.warps_n > 1 ? StrCat("x", r.warps_n) : "",
+                               " warpgroups, ", r.regs(), " per thread")
                       : StrCat("registers, mma accumulator [", r.m, ", ", r.n,
                                "] over ", r.warps_m, "x", r.warps_n, " warps, ",
                                r.regs(), " per thread");
@@ -564,13 +589,14 @@ FragmentPlan PlanFragments(const Kernel& k, int64_t threads,
       int64_t kd = g->transpose_a ? a->dims[0] : a->dims[1];
       rf.m = c->dims[0];
       rf.n = c->dims[1];
+      int wgs_m = 0, wgs_n = 0;
       if (dialect.warpgroup_mma &&
-          WarpgroupFits(rf.m, rf.n, kd, threads, *tile(g->a.name),
-                        *tile(g->b.name))) {
+          ChooseWarpgroups(rf.m, rf.n, kd, threads, *tile(g->a.name),
+                           *tile(g->b.name), g->transpose_b, &wgs_m, &wgs_n)) {
         rf.warpgroup = true;
         rf.tile_m = 64;
-        rf.warps_m = static_cast<int>(threads / 128);
-        rf.warps_n = 1;
+        rf.warps_m = wgs_m;
+        rf.warps_n = wgs_n;
         ok = rf.regs() <= kMaxRegsPerFragment;
       } else {
         ok = !fp8 && kd % 16 == 0 &&

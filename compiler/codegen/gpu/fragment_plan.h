@@ -217,11 +217,17 @@ void WalkControlFlow(const Block& b,
 // (owned_rows.cc), for a dialect whose waves have `wave` lanes.
 void PlanOwnedRows(const Kernel& kernel, int64_t wave, FragmentPlan* plan);
 
-// Whether an M x N accumulator with K-deep steps fits wgmma over
-// `threads` / 128 warpgroups stacked along M (64-row tiles each, N <= 256),
-// with operand tiles whose rows come in eights of whole 32-byte chunks.
-bool WarpgroupFits(int64_t m, int64_t n, int64_t k, int64_t threads,
-                   const TileInfo& a, const TileInfo& b);
+// The warpgroup grid for an M x N wgmma accumulator with K-deep steps over
+// `threads` / 128 warpgroups: *wgs_m row slices of whole 64-row tiles and
+// *wgs_n column slices of at most 256 columns in eights (kiln::WgAccLayout).
+// Rows are split first (every warpgroup reads its own rows of A and all of
+// B); columns only where the rows do not divide among the warpgroups, and
+// only for 16-bit operands (an fp8 product is promoted per warpgroup) whose
+// B slices start on the B tile's swizzle panels where B is N-major. Operand
+// tiles need rows in eights of whole 32-byte chunks. False when none fits.
+bool ChooseWarpgroups(int64_t m, int64_t n, int64_t k, int64_t threads,
+                      const TileInfo& a, const TileInfo& b, bool transpose_b,
+                      int* wgs_m, int* wgs_n);
 
 // The warp grid for an M x N accumulator (nullopt when none fits).
 bool ChooseWarps(int64_t m, int64_t n, int64_t warps, GemmPolicy policy,

@@ -696,7 +696,9 @@ absl::Status Emitter::EmitAlloc(const AllocStmt& a) {
     b.layout = b.code + "_L";
     if (b.reg->warpgroup) {
       Line(StrCat("typedef kiln::WgAccLayout<", b.reg->m, ", ", b.reg->n, ", ",
-                  b.reg->warps_m, "> ", b.layout, ";"));
+                  b.reg->warps_m,
+                  b.reg->warps_n > 1 ? StrCat(", ", b.reg->warps_n) : "", "> ",
+                  b.layout, ";"));
     } else {
       Line(StrCat("typedef kiln::AccLayout<", b.reg->m, ", ", b.reg->n, ", ",
                   b.reg->warps_m, ", ", b.reg->warps_n, "> ", b.layout, ";"));
@@ -729,7 +731,8 @@ absl::Status Emitter::EmitAlloc(const AllocStmt& a) {
                   b.row->own_vec, "> ", b.layout, ";"));
     } else if (b.row->warpgroup) {
       Line(StrCat("typedef kiln::WgRowLayout<", b.row->m, ", ", b.row->warps_m,
-                  "> ", b.layout, ";"));
+                  b.row->warps_n > 1 ? StrCat(", ", b.row->warps_n) : "", "> ",
+                  b.layout, ";"));
     } else {
       Line(StrCat("typedef kiln::RowLayout<", b.row->m, ", ", b.row->warps_m,
                   ", ", b.row->warps_n, "> ", b.layout, ";"));

@@ -154,8 +154,10 @@ absl::Status Emitter::EmitReduce(const ReduceStmt& r, const Loc& loc) {
       Close();
     } else {
       Open(StrCat("if (kiln_lane % ", as.row_group_lanes, " == 0)"));
-      Line(StrCat("kiln_scr[(kiln_warp % ", rf.warps_n, ") * ", rf.m,
-                  " + kiln_row", id, "] = (float)kiln_v;"));
+      // The row's partial of this warp's (warpgroup's) column slice.
+      Line(StrCat("kiln_scr[(", rf.warpgroup ? "kiln_warp / 4" : "kiln_warp",
+                  " % ", rf.warps_n, ") * ", rf.m, " + kiln_row", id,
+                  "] = (float)kiln_v;"));
       Close();
     }
     Close();

@@ -1139,8 +1139,9 @@ absl::Status Emitter::EmitGemm(const GemmStmt& g, const Loc& loc) {
       // pipelined loop); fp8 promotes each tile's product to f32 itself.
       const bool fp8 = DTypeBits(a->buf->dtype) == 8;
       // fp8 promotes its product in column chunks (kiln::gemm_wg_promoted's
-      // NC) where the whole product does not fit beside the accumulator.
-      int64_t chunk = rf.n;
+      // NC) where the whole product does not fit beside the accumulator. A
+      // column split (16-bit only) issues each warpgroup's columns.
+      int64_t chunk = rf.n / rf.warps_n;
       while (fp8 && rf.regs() + rf.regs() * chunk / rf.n > kFp8Regs &&
              chunk % 16 == 0) {
         chunk /= 2;
@@ -1151,9 +1152,10 @@ absl::Status Emitter::EmitGemm(const GemmStmt& g, const Loc& loc) {
                   ", ", rf.m, ", ", rf.n, ", ", *kd, ", ", fp8 ? 32 : 16, ", ",
                   rf.warps_m, ", ", g.transpose_a ? "true" : "false", ", ",
                   g.transpose_b ? "true" : "false", ", ", a->buf->layout, ", ",
-                  b->buf->layout, chunk != rf.n ? StrCat(", ", chunk) : "",
-                  ">(", c->buf->code, ", ", a->buf->code, ", ", b->buf->code,
-                  ");"));
+                  b->buf->layout,
+                  fp8 && chunk != rf.n ? StrCat(", ", chunk) : "",
+                  rf.warps_n > 1 ? StrCat(", ", rf.warps_n) : "", ">(",
+                  c->buf->code, ", ", a->buf->code, ", ", b->buf->code, ");"));
       if (!defer_wgmma_wait_ && !fp8) WgIssued(g, c->buf->code);
       return absl::OkStatus();
     }

@@ -58,8 +58,9 @@ std::optional<TensorMapSpec> TmaStoreSpec(const KernelPlan& plan,
                                           DType out, const std::string& tensor,
                                           size_t rank, size_t row_dim) {
   if (!plan.WarpSpecialised() || !acc.warpgroup ||
-      acc.warps_m * 128 != plan.launch.threads || acc.n % 64 != 0 || rank < 2 ||
-      rank > 5 || (out != DType::kF16 && out != DType::kBF16)) {
+      acc.warps_m * acc.warps_n * 128 != plan.launch.threads ||
+      (acc.n / acc.warps_n) % 64 != 0 || rank < 2 || rank > 5 ||
+      (out != DType::kF16 && out != DType::kBF16)) {
     return std::nullopt;
   }
   TensorMapSpec spec;

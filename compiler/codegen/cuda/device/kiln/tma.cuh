@@ -230,11 +230,12 @@ constexpr int kTmaStoreStageBytes = 2 * 64 * 128;
 // 0 and along ROW_DIM, 1 along the others, 128-byte swizzle) with the
 // tile's first element at coordinates c (innermost first: its columns run
 // along dim 0, its rows along ROW_DIM). Each consumer warpgroup stores its
-// own rows, 64 x 64 at a time: stmatrix into one of its two staging
-// chunks (`stage` + wg * kTmaStoreStageBytes, 1024-byte aligned), then one
-// thread issues the chunk's TMA store, which runs on while the warpgroup
-// goes on. A chunk is rewritten once the store that last read it has (so
-// the stores of one tile overlap the next tile's main loop). Elements
+// own slice (L::row0, L::col0: its rows, and its columns where the
+// warpgroups split them), 64 x 64 at a time: stmatrix into one of its two
+// staging chunks (`stage` + wg * kTmaStoreStageBytes, 1024-byte aligned),
+// then one thread issues the chunk's TMA store, which runs on while the
+// warpgroup goes on. A chunk is rewritten once the store that last read it has
+// (so the stores of one tile overlap the next tile's main loop). Elements
 // outside the tensor are not written. Before the block exits, the storing
 // threads call tma_store_drain.
 template <typename T, typename L, int ROW_DIM, int RANK, int REGS>
@@ -276,8 +277,8 @@ __device__ __forceinline__ void r2g_acc_tma(const TensorMap* map,
         int at[RANK];
 #pragma unroll
         for (int d = 0; d < RANK; ++d) at[d] = c[d];
-        at[0] += j * 64;
-        at[ROW_DIM] += wg * L::kWm + mi * 64;
+        at[0] += L::col0() + j * 64;
+        at[ROW_DIM] += L::row0() + mi * 64;
         tma_store<RANK>(map, buf, at);
         bulk_commit();
       }

@@ -11,14 +11,19 @@
 // at multiples of 1024 bytes from a 1024-byte-aligned base, so the
 // descriptor's base offset is 0.
 //
-// Accumulator layout (WgAccLayout): warpgroup g of WGS_M owns rows
-// [g * M / WGS_M, (g + 1) * M / WGS_M) and every column, as 64-row wgmma
-// tiles; warp w of the warpgroup holds rows 16 w .. 16 w + 15 of each 64-row
-// tile, in the same per-lane pattern as mma.sync's 16 x 8 C tile (kiln/mma):
-// register q = (mi * N / 8 + ni) * 4 + e holds row mi * 64 + 16 w + lane / 4
-// + (e / 2) * 8, column ni * 8 + 2 * (lane % 4) + e % 2. Registers
-// [mi * N / 2, (mi + 1) * N / 2) are exactly one m64nNk16 instruction's
-// accumulator operand.
+// Accumulator layout (WgAccLayout): the block's WGS_M x WGS_N warpgroups
+// split the M x N tile into WGS_M row slices of Wm = M / WGS_M rows (whole
+// 64-row wgmma tiles) and WGS_N column slices of Wn = N / WGS_N columns;
+// warpgroup g owns row slice g / WGS_N and column slice g % WGS_N (WGS_N = 1:
+// every column). Warp w of the warpgroup holds rows 16 w .. 16 w + 15 of
+// each 64-row tile, in the same per-lane pattern as mma.sync's 16 x 8 C tile
+// (kiln/mma): register q = (mi * Wn / 8 + ni) * 4 + e holds row row0 + mi *
+// 64 + 16 w + lane / 4 + (e / 2) * 8, column col0 + ni * 8 + 2 * (lane % 4)
+// + e % 2 (row0, col0: the slice's origin). Registers [mi * Wn / 2, (mi +
+// 1) * Wn / 2) are exactly one m64nWnk16 instruction's accumulator operand.
+// A column split is how an accumulator too wide for one warpgroup's
+// registers (MLA's 64 x 512 output) still runs on wgmma; its row
+// reductions meet across warpgroups in shared memory.
 #ifndef KILN_DEVICE_WGMMA_CUH_
 #define KILN_DEVICE_WGMMA_CUH_
 
@@ -95,42 +100,51 @@ struct WgmmaTile {
   }
 };
 
-template <int M, int N, int WGS_M>
+template <int M, int N, int WGS_M, int WGS_N = 1>
 struct WgAccLayout {
-  enum : int { kWm = M / WGS_M };
+  enum : int { kWm = M / WGS_M, kWn = N / WGS_N };
   static_assert(M % WGS_M == 0 && kWm % 64 == 0,
                 "each warpgroup's rows must be whole 64-row wgmma tiles");
-  static_assert(N % 8 == 0 && N <= 256, "wgmma N is 8..256 in eights");
-  enum : int { kTm = kWm / 64, kTn = N / 8 };
+  static_assert(N % WGS_N == 0 && kWn % 8 == 0 && kWn <= 256,
+                "each warpgroup's wgmma N is 8..256 in eights");
+  enum : int { kTm = kWm / 64, kTn = kWn / 8 };
   enum : int { kRegs = kTm * kTn * 4 };  // per thread
+  // This thread's warpgroup's row and column slice, and their origins.
+  __device__ __forceinline__ static int wg_m() {
+    return (threadIdx.x / 128) / WGS_N;
+  }
+  __device__ __forceinline__ static int wg_n() {
+    return (threadIdx.x / 128) % WGS_N;
+  }
+  __device__ __forceinline__ static int row0() { return wg_m() * kWm; }
+  __device__ __forceinline__ static int col0() { return wg_n() * kWn; }
   __device__ __forceinline__ static int row(int q) {
-    const int wg = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4;
-    const int lane = threadIdx.x % 32;
+    const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
     const int mi = (q / 4) / kTn, e = q % 4;
-    return wg * kWm + mi * 64 + warp * 16 + lane / 4 + (e / 2) * 8;
+    return row0() + mi * 64 + warp * 16 + lane / 4 + (e / 2) * 8;
   }
   __device__ __forceinline__ static int col(int q) {
     const int lane = threadIdx.x % 32;
     const int ni = (q / 4) % kTn, e = q % 4;
-    return ni * 8 + (lane % 4) * 2 + (e % 2);
+    return col0() + ni * 8 + (lane % 4) * 2 + (e % 2);
   }
-  // The index, in WgRowLayout<M, WGS_M>, of register q's row.
+  // The index, in WgRowLayout<M, WGS_M, WGS_N>, of register q's row.
   __device__ __forceinline__ static int row_reg(int q) {
     return ((q / 4) / kTn) * 2 + (q % 4) / 2;
   }
 };
 
-// A vector over the rows of a WgAccLayout<M, *, WGS_M>: each thread holds
-// its own rows (2 per 64-row tile), the 4 lanes of a row group holding the
-// same values.
-template <int M, int WGS_M>
+// A vector over the rows of a WgAccLayout<M, *, WGS_M, WGS_N>: each thread
+// holds its own rows (2 per 64-row tile), the 4 lanes of a row group (and,
+// with WGS_N > 1, the warpgroups of a row slice) holding the same values.
+template <int M, int WGS_M, int WGS_N = 1>
 struct WgRowLayout {
   enum : int { kWm = M / WGS_M };
   static_assert(M % WGS_M == 0 && kWm % 64 == 0,
                 "each warpgroup's rows must be whole 64-row wgmma tiles");
   enum : int { kRegs = kWm / 64 * 2 };
   __device__ __forceinline__ static int row(int q) {
-    const int wg = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4;
+    const int wg = (threadIdx.x / 128) / WGS_N, warp = (threadIdx.x / 32) % 4;
     const int lane = threadIdx.x % 32;
     return wg * kWm + (q / 2) * 64 + warp * 16 + lane / 4 + (q % 2) * 8;
   }
@@ -211,21 +225,22 @@ __device__ __forceinline__ void wgmma_tile(
 }
 
 // acc += op(A) @ op(B) over the block tile with wgmma, issued and committed
-// as one group (the caller waits); the block's WGS_M warpgroups each own
-// 64-row slices.
+// as one group (the caller waits); the block's WGS_M x WGS_N warpgroups each
+// own a 64-row-tiled slice (WgAccLayout), reading their rows of A and their
+// columns of B.
 template <typename INSTR, int M, int N, int K, int KSTEP, int WGS_M,
-          bool TRANS_A, bool TRANS_B, typename LA, typename LB>
+          bool TRANS_A, bool TRANS_B, typename LA, typename LB, int WGS_N = 1>
 __device__ __forceinline__ void gemm_wg(
-    float (&acc)[(WgAccLayout<M, N, WGS_M>::kRegs)], const void* As,
+    float (&acc)[(WgAccLayout<M, N, WGS_M, WGS_N>::kRegs)], const void* As,
     const void* Bs) {
-  // (Every consumer warpgroup owns rows: WGS_M is the program's
+  typedef WgAccLayout<M, N, WGS_M, WGS_N> L;
+  // (Every consumer warpgroup owns a slice: WGS_M * WGS_N is the program's
   // threads / 128, so no thread branches here; a branch would put the
   // accumulator's setup on a divergent path and serialise the wgmma.)
-  const int wg = threadIdx.x / 128;
   wgmma_fence_operands(acc);
   wgmma_fence();
-  wgmma_tile<INSTR, M, N, K, KSTEP, WGS_M, TRANS_A, TRANS_B, true, LA, LB>(
-      acc, As, Bs, wg);
+  wgmma_tile<INSTR, M, L::kWn, K, KSTEP, WGS_M, TRANS_A, TRANS_B, true, LA, LB>(
+      acc, As, Bs, L::wg_m(), L::col0());
   wgmma_commit();
   wgmma_fence_operands(acc);
 }
