@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -500,34 +501,36 @@ TEST(FragmentPlanTest, WarpgroupsSplitRowsFirstThenColumns) {
     t.dims = {rows, cols};
     return t;
   };
-  int wm = 0, wn = 0;
+  // The grid chosen, or {0, 0} when none fits.
+  auto grid = [](int64_t m, int64_t n, int64_t k, int64_t threads,
+                 const gpu::TileInfo& a, const gpu::TileInfo& b,
+                 bool transpose_b) {
+    int wm = 0, wn = 0;
+    if (!gpu::ChooseWarpgroups(m, n, k, threads, a, b, transpose_b, &wm, &wn)) {
+      return std::make_pair(0, 0);
+    }
+    return std::make_pair(wm, wn);
+  };
+  const std::pair<int, int> none{0, 0};
   // Rows divide among the warpgroups: a row split, as before.
-  ASSERT_TRUE(gpu::ChooseWarpgroups(128, 256, 64, 256, tile(128, 64),
-                                    tile(256, 64), true, &wm, &wn));
-  EXPECT_EQ(wm, 2);
-  EXPECT_EQ(wn, 1);
+  EXPECT_EQ(grid(128, 256, 64, 256, tile(128, 64), tile(256, 64), true),
+            std::make_pair(2, 1));
   // One 64-row tile over two warpgroups: the columns split.
-  ASSERT_TRUE(gpu::ChooseWarpgroups(64, 512, 64, 256, tile(64, 64),
-                                    tile(64, 512), false, &wm, &wn));
-  EXPECT_EQ(wm, 1);
-  EXPECT_EQ(wn, 2);
+  EXPECT_EQ(grid(64, 512, 64, 256, tile(64, 64), tile(64, 512), false),
+            std::make_pair(1, 2));
   // 128 rows over four warpgroups: two row slices of two column slices.
-  ASSERT_TRUE(gpu::ChooseWarpgroups(128, 256, 64, 512, tile(128, 64),
-                                    tile(256, 64), true, &wm, &wn));
-  EXPECT_EQ(wm, 2);
-  EXPECT_EQ(wn, 2);
+  EXPECT_EQ(grid(128, 256, 64, 512, tile(128, 64), tile(256, 64), true),
+            std::make_pair(2, 2));
   // A slice of an N-major B must start on its 64-element swizzle panels.
-  EXPECT_FALSE(gpu::ChooseWarpgroups(64, 64, 64, 256, tile(64, 64),
-                                     tile(64, 64), false, &wm, &wn));
-  EXPECT_TRUE(gpu::ChooseWarpgroups(64, 64, 64, 256, tile(64, 64), tile(64, 64),
-                                    true, &wm, &wn));
+  EXPECT_EQ(grid(64, 64, 64, 256, tile(64, 64), tile(64, 64), false), none);
+  EXPECT_EQ(grid(64, 64, 64, 256, tile(64, 64), tile(64, 64), true),
+            std::make_pair(1, 2));
   // fp8 promotes its product per warpgroup: no column split.
-  EXPECT_FALSE(
-      gpu::ChooseWarpgroups(64, 256, 128, 256, tile(64, 128, DType::kF8E4M3),
-                            tile(256, 128, DType::kF8E4M3), true, &wm, &wn));
+  EXPECT_EQ(grid(64, 256, 128, 256, tile(64, 128, DType::kF8E4M3),
+                 tile(256, 128, DType::kF8E4M3), true),
+            none);
   // More than 256 columns per warpgroup do not fit one instruction.
-  EXPECT_FALSE(gpu::ChooseWarpgroups(64, 1024, 64, 256, tile(64, 64),
-                                     tile(64, 1024), false, &wm, &wn));
+  EXPECT_EQ(grid(64, 1024, 64, 256, tile(64, 64), tile(64, 1024), false), none);
 }
 
 TEST(FragmentPlanTest,

@@ -393,17 +393,14 @@ bool ChooseWarpgroups(int64_t m, int64_t n, int64_t k, int64_t threads,
   }
   // B's swizzle panel in elements (kiln::WgmmaTile::kPanel): an N-major B
   // is addressed a panel at a time.
-  const int64_t row_bytes = b.dims[1] * bytes;
-  const int64_t span = row_bytes % 128 == 0  ? 128
-                       : row_bytes % 64 == 0 ? 64
-                                             : 32;
+  const int64_t panel = SwizzleSpanBytes(b.dims[1] * bytes) / bytes;
   for (int64_t wm = groups; wm >= 1; --wm) {
     if (groups % wm != 0) continue;
     const int64_t wn = groups / wm;
     if (m % (64 * wm) != 0 || n % wn != 0) continue;
     const int64_t cols = n / wn;
     if (cols % 8 != 0 || cols > 256) continue;
-    if (wn > 1 && (bytes != 2 || (!transpose_b && cols % (span / 2) != 0))) {
+    if (wn > 1 && (bytes != 2 || (!transpose_b && cols % panel != 0))) {
       continue;
     }
     *wgs_m = static_cast<int>(wm);

@@ -82,6 +82,13 @@ struct NameClasses {
   }
 };
 
+// The swizzle span of a wgmma operand tile (and of a TMA box) whose rows
+// are `row_bytes` long: the widest of 128, 64 and 32 bytes that divides a
+// row (kiln::WgmmaTile::kSpan); a span of columns is one swizzle panel.
+inline int64_t SwizzleSpanBytes(int64_t row_bytes) {
+  return row_bytes % 128 == 0 ? 128 : row_bytes % 64 == 0 ? 64 : 32;
+}
+
 struct TileInfo {
   Scope scope = Scope::kShared;
   DType dtype = DType::kF32;

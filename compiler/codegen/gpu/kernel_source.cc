@@ -731,8 +731,7 @@ absl::Status Emitter::EmitAlloc(const AllocStmt& a) {
                   b.row->own_vec, "> ", b.layout, ";"));
     } else if (b.row->warpgroup) {
       Line(StrCat("typedef kiln::WgRowLayout<", b.row->m, ", ", b.row->warps_m,
-                  b.row->warps_n > 1 ? StrCat(", ", b.row->warps_n) : "", "> ",
-                  b.layout, ";"));
+                  "> ", b.layout, ";"));
     } else {
       Line(StrCat("typedef kiln::RowLayout<", b.row->m, ", ", b.row->warps_m,
                   ", ", b.row->warps_n, "> ", b.layout, ";"));

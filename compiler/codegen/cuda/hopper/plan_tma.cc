@@ -29,7 +29,7 @@ TmaPanels TmaPanelsOf(const std::vector<int64_t>& dims, DType dtype) {
   const int64_t eb = DTypeBits(dtype) / 8;
   const int64_t row_bytes = dims[1] * eb;
   TmaPanels p;
-  p.span = row_bytes % 128 == 0 ? 128 : row_bytes % 64 == 0 ? 64 : 32;
+  p.span = SwizzleSpanBytes(row_bytes);
   p.panel_elems = p.span / eb;
   p.panel_bytes = dims[0] * p.span;
   p.panels = dims[1] / p.panel_elems;
