@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 
@@ -144,14 +145,16 @@ TEST(WgmmaTileLayoutTest, DescriptorsEncodeStartStridesAndMode) {
 }
 
 // The wgmma accumulator layout covers every element of the tile once over
-// the block's threads, and row_reg names the WgRowLayout register holding
-// the same row.
-template <int M, int N, int WGS>
+// the block's WGS_M x WGS_N warpgroups, row_reg names the WgRowLayout
+// register holding the same row, and every row is held by each of its
+// column slices but stored (lane 0 of its row group, first_slice) once.
+template <int M, int N, int WGS_M, int WGS_N = 1>
 void ExpectAccumulatorCovers() {
-  using L = kiln::WgAccLayout<M, N, WGS>;
-  using R = kiln::WgRowLayout<M, WGS>;
+  using L = kiln::WgAccLayout<M, N, WGS_M, WGS_N>;
+  using R = kiln::WgRowLayout<M, WGS_M, WGS_N>;
   std::set<std::pair<int, int>> seen;
-  for (unsigned t = 0; t < 128u * WGS; ++t) {
+  std::vector<int> holders(M, 0), storers(M, 0);
+  for (unsigned t = 0; t < 128u * WGS_M * WGS_N; ++t) {
     threadIdx.x = t;
     for (int q = 0; q < L::kRegs; ++q) {
       const int r = L::row(q), c = L::col(q);
@@ -159,8 +162,18 @@ void ExpectAccumulatorCovers() {
       ASSERT_TRUE(seen.insert({r, c}).second) << "thread " << t << " reg " << q;
       ASSERT_EQ(R::row(L::row_reg(q)), r) << "thread " << t << " reg " << q;
     }
+    for (int q = 0; q < R::kRegs; ++q) {
+      const int r = R::row(q);
+      ASSERT_TRUE(r >= 0 && r < M) << t << " " << q;
+      ++holders[r];
+      if (t % 4 == 0 && R::first_slice()) ++storers[r];
+    }
   }
   EXPECT_EQ(seen.size(), static_cast<size_t>(M * N));
+  for (int r = 0; r < M; ++r) {
+    EXPECT_EQ(holders[r], 4 * WGS_N) << "row " << r;  // 4 lanes per slice
+    EXPECT_EQ(storers[r], 1) << "row " << r;
+  }
   threadIdx.x = 0;
 }
 
@@ -169,6 +182,13 @@ TEST(WgmmaAccumulatorLayoutTest, CoversTheTileOncePerElement) {
   ExpectAccumulatorCovers<128, 128, 1>();
   ExpectAccumulatorCovers<128, 256, 2>();
   ExpectAccumulatorCovers<256, 8, 2>();
+}
+
+TEST(WgmmaAccumulatorLayoutTest, ColumnSlicesCoverTheTileAndCopyTheRows) {
+  ExpectAccumulatorCovers<64, 512, 1, 2>();  // MLA's output
+  ExpectAccumulatorCovers<64, 64, 1, 2>();
+  ExpectAccumulatorCovers<128, 256, 2, 2>();
+  ExpectAccumulatorCovers<64, 96, 1, 4>();
 }
 
 TEST(WgmmaAccumulatorLayoutTest, OneInstructionsRegistersAreContiguous) {

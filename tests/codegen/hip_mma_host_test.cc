@@ -151,6 +151,7 @@ void CheckGemm() {
   }
   std::vector<float> c(M * N, NAN);
   std::vector<int> hits(M * N, 0);
+  std::vector<int> stores(M, 0);  // row copies stored (one per column)
   std::mutex mu;
   RunBlock(WM * WN * 64, [&] {
     typename L::Regs acc;
@@ -161,8 +162,13 @@ void CheckGemm() {
     for (int q = 0; q < L::kRegs; ++q) {
       c[L::row(q) * N + L::col(q)] = acc[q];
       ++hits[L::row(q) * N + L::col(q)];
-      // The row-vector layout agrees with the accumulator's rows.
+      // The row-vector layout agrees with the accumulator's rows; each of
+      // a row's WN column slices holds a copy, the first one stores it.
       EXPECT_EQ((kiln::RowLayout<M, WM, WN>::row(L::row_reg(q))), L::row(q));
+      if (kiln_host_thread_idx.x % 16 == 0 &&
+          kiln::RowLayout<M, WM, WN>::first_slice()) {
+        ++stores[L::row(q)];
+      }
       // What the emitter's row reductions assume (gpu/reduce_op.cc with the
       // HIP dialect): register (mi * kTn + ni) * 4 + h holds row
       // row((mi * kTn) * 4 + h) for every ni, at row-vector index mi * 4 + h.
@@ -176,6 +182,11 @@ void CheckGemm() {
       float want = 1.0f;
       for (int k = 0; k < K; ++k) want += a[m * K + k] * b[k * N + n];
       ASSERT_EQ(hits[m * N + n], 1) << m << "," << n;
+      if (n == 0) {
+        // Register q of a lane is one column of its row: a row's stores
+        // number its columns per slice (kTn * 4 / 4 per register row).
+        ASSERT_EQ(stores[m], N / WN / 16) << "row " << m;
+      }
       ASSERT_EQ(c[m * N + n], want) << "C[" << m << "][" << n << "]";
     }
   }

@@ -473,7 +473,8 @@ TEST(FragmentPlanTest, AnAccumulatorTooWideForOneWarpgroupSplitsItsColumns) {
   // are one 64-row wgmma tile, so the warpgroups split the columns (256
   // each, 128 registers per thread) and both accumulators stay on wgmma;
   // P, whose rows each warpgroup needs whole, goes through shared memory
-  // as the second gemm's A operand, and the row statistics meet there too.
+  // as the second gemm's A operand. The row statistics stay in registers,
+  // a copy in each column slice (their reductions meet in the scratch).
   const std::string text = testing::ReadFileOrDie(testing::TestDataDir() /
                                                   "corpus" / "mla_decode.tile");
   auto plan =
@@ -487,11 +488,56 @@ TEST(FragmentPlanTest, AnAccumulatorTooWideForOneWarpgroupSplitsItsColumns) {
             "thread");
   EXPECT_EQ(Layout(*plan, "acc_s_cast"),
             "shared, wgmma operand (swizzled panels, 1024-byte aligned)");
+  for (const char* row : {"m", "m_prev", "alpha", "rowsum", "l"}) {
+    EXPECT_EQ(Layout(*plan, row),
+              "registers, rows of the wgmma accumulator layout [64] over 1 "
+              "warpgroups, 2 per thread, a copy in each of 2 column slices")
+        << row;
+  }
   // sm_80 keeps mma.sync's warp grid.
   auto ampere =
       PlanOf(text, "sm_80", {{"BN", 64}, {"STAGES", 1}}, "mla_decode_split");
   ASSERT_TRUE(ampere.ok()) << ampere.status();
   EXPECT_THAT(Layout(*ampere, "acc_o"), HasSubstr("mma accumulator [64, 512]"));
+}
+
+TEST(FragmentPlanTest, RowsOfAColumnSplitAccumulatorAreCopiedPerSlice) {
+  // 16 rows over four warps: the warps split the columns, and a row vector
+  // reduced from the accumulator is held by every column slice (the
+  // reduction meets in the scratch) and stored by the first. One that is
+  // atomically added to a tensor would be added once per copy: it stays in
+  // shared memory.
+  const std::string k =
+      "kernel k(A: bf16[M, 64], B: bf16[64, 128], Out: f32[M], Sum: f32[M])\n"
+      "  grid(ceildiv(M, 16)) threads(128) (bx) {\n"
+      "  alloc shared As: bf16[16, 64]\n"
+      "  alloc shared Bs: bf16[64, 128]\n"
+      "  alloc fragment C: f32[16, 128]\n"
+      "  alloc fragment m: f32[16]\n"
+      "  alloc fragment s: f32[16]\n"
+      "  copy A[bx * 16:+16, :] -> As\n"
+      "  copy B -> Bs\n"
+      "  gemm As, Bs -> C clear_accum policy=full_col\n"
+      "  reduce.max C -> m, dim=1\n"
+      "  reduce.sum C -> s, dim=1\n"
+      "  copy m -> Out[bx * 16:+16]\n"
+      "  atomic_add Sum[bx * 16:+16], s\n"
+      "}\n";
+  // (128 threads: four 32-lane warps, two 64-lane wavefronts.)
+  for (const auto& [target, slices] :
+       {std::pair{"sm_80", 4}, {"sm_90a", 4}, {"gfx90a", 2}}) {
+    auto plan = PlanOf(k, target);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    EXPECT_THAT(Layout(*plan, "C"),
+                HasSubstr(absl::StrCat("[16, 128] over 1x", slices, " warps")))
+        << target;
+    EXPECT_THAT(Layout(*plan, "m"),
+                AllOf(StartsWith("registers, rows of the mma accumulator"),
+                      HasSubstr(absl::StrCat("a copy in each of ", slices,
+                                             " column slices"))))
+        << target;
+    EXPECT_EQ(Layout(*plan, "s"), "shared (fragment)") << target;
+  }
 }
 
 TEST(FragmentPlanTest, WarpgroupsSplitRowsFirstThenColumns) {

@@ -88,6 +88,7 @@ void PlanRows(const Kernel& k, const GpuDialect& dialect, FragmentPlan* plan) {
     auto mark = [&](const std::string& n) {
       if (is_row(n)) newly_bad.insert(n);
     };
+    std::set<std::string> added;  // rows atomically added to a tensor
     ForEachStmt(k.body, [&](const Stmt& s) {
       std::visit(
           [&](const auto& n) {
@@ -96,8 +97,7 @@ void PlanRows(const Kernel& k, const GpuDialect& dialect, FragmentPlan* plan) {
               if (is_row(n.src.name)) mark(n.src.name);
               if (is_row(n.dst.name)) {
                 const bool ok = is_acc(n.src.name) && Whole(n.src) &&
-                                Whole(n.dst) && n.dim == 1 &&
-                                plan->registers.at(n.src.name).warps_n == 1;
+                                Whole(n.dst) && n.dim == 1;
                 if (ok) {
                   g.Union(n.dst.name, n.src.name);
                 } else {
@@ -115,6 +115,7 @@ void PlanRows(const Kernel& k, const GpuDialect& dialect, FragmentPlan* plan) {
               if (is_row(n.dst.name) && !Whole(n.dst)) mark(n.dst.name);
             } else if constexpr (std::is_same_v<T, AtomicAddStmt>) {
               if (is_row(n.src.name) && !Whole(n.src)) mark(n.src.name);
+              if (is_row(n.src.name)) added.insert(n.src.name);
             } else if constexpr (std::is_same_v<T, CumsumStmt>) {
               mark(n.src.name);
               mark(n.dst.name);
@@ -173,8 +174,10 @@ void PlanRows(const Kernel& k, const GpuDialect& dialect, FragmentPlan* plan) {
           },
           s.node);
     });
-    // Components: at least one accumulator, all of one layout with one
-    // warp per row, every row of the accumulators' M.
+    // Components: at least one accumulator, all of one layout, every row
+    // of the accumulators' M. Where the accumulators split their columns
+    // over warps (warpgroups), each column slice holds a copy of its rows
+    // (reductions meet in the scratch; one slice stores them).
     std::map<std::string, std::vector<std::string>> comp;
     for (const std::string& r : cand) {
       if (is_row(r)) comp[g.Find(r)].push_back(r);
@@ -190,12 +193,13 @@ void PlanRows(const Kernel& k, const GpuDialect& dialect, FragmentPlan* plan) {
         const RegisterFragment& rf = plan->registers.at(m);
         if (!acc) acc = &rf;
         ok = ok && rf.m == acc->m && rf.warps_m == acc->warps_m &&
-             rf.warpgroup == acc->warpgroup && rf.warps_n == 1 &&
-             acc->warps_n == 1;
+             rf.warps_n == acc->warps_n && rf.warpgroup == acc->warpgroup;
       }
       for (const std::string& m : members) {
         if (is_acc(m)) continue;
-        if (!ok || !acc || plan->tiles.at(m).dims[0] != acc->m) {
+        // (Each column slice's copy of a row would add itself.)
+        if (!ok || !acc || plan->tiles.at(m).dims[0] != acc->m ||
+            (acc->warps_n > 1 && added.count(m))) {
           newly_bad.insert(m);
         }
       }
@@ -466,7 +470,10 @@ std::map<std::string, std::string> FragmentPlan::Describe() const {
           "registers, rows of the ", rt->second.warpgroup ? "wgmma" : "mma",
           " accumulator layout [", rt->second.m, "] over ", rt->second.warps_m,
           rt->second.warpgroup ? " warpgroups, " : " warps, ",
-          rt->second.regs(), " per thread");
+          rt->second.regs(), " per thread",
+          rt->second.warps_n > 1 ? StrCat(", a copy in each of ",
+                                          rt->second.warps_n, " column slices")
+                                 : "");
     } else if (auto ow = owned.find(name); ow != owned.end()) {
       const OwnedFragment& o = ow->second;
       out[name] =

@@ -239,8 +239,12 @@ absl::Status Emitter::ForElements(
     if (lead_stores) {
       store_lead_ = StrCat(row->layout, "::lead(", q, ")");
     } else if (lane0_only) {
-      Open(StrCat("if ((threadIdx.x & ", dialect_.acc.row_group_lanes - 1,
-                  ") == 0)"));
+      // (Rows of a column-split accumulator: the first slice's copy.)
+      Open(StrCat(
+          "if ((threadIdx.x & ", dialect_.acc.row_group_lanes - 1, ") == 0",
+          row->row->warps_n > 1 ? StrCat(" && ", row->layout, "::first_slice()")
+                                : "",
+          ")"));
     }
     absl::Status st = body(ivs);
     if (lead_stores) {
@@ -731,7 +735,8 @@ absl::Status Emitter::EmitAlloc(const AllocStmt& a) {
                   b.row->own_vec, "> ", b.layout, ";"));
     } else if (b.row->warpgroup) {
       Line(StrCat("typedef kiln::WgRowLayout<", b.row->m, ", ", b.row->warps_m,
-                  "> ", b.layout, ";"));
+                  b.row->warps_n > 1 ? StrCat(", ", b.row->warps_n) : "", "> ",
+                  b.layout, ";"));
     } else {
       Line(StrCat("typedef kiln::RowLayout<", b.row->m, ", ", b.row->warps_m,
                   ", ", b.row->warps_n, "> ", b.layout, ";"));

@@ -137,7 +137,7 @@ absl::Status Emitter::EmitReduce(const ReduceStmt& r, const Loc& loc) {
                 L, "::kTn) * ", as.regs_per_tile, " + kiln_h * ",
                 as.cols_per_row, ");"));
     vars_[StrCat("kiln_row", id)] = {StrCat("kiln_row", id), Type::Int()};
-    if (dst->buf->row) {
+    if (dst->buf->row && rf.warps_n == 1) {
       // Every lane of the row group holds the row's value.
       std::string saved_q = row_q_, saved_var = row_var_;
       row_q_ = StrCat("(kiln_mi * ", as.rows_per_lane, " + kiln_h)");
@@ -162,7 +162,32 @@ absl::Status Emitter::EmitReduce(const ReduceStmt& r, const Loc& loc) {
     }
     Close();
     Close();
-    if (rf.warps_n > 1) {
+    if (rf.warps_n > 1 && dst->buf->row) {
+      // Rows in registers, a copy per column slice: after a barrier each
+      // thread combines its own rows' partials, in one order for all
+      // copies, so that the copies agree.
+      Barrier();
+      const std::string q = StrCat("kiln_rq", id), row = StrCat("kiln_rr", id);
+      Line("#pragma unroll");
+      Open(StrCat("for (int ", q, " = 0; ", q, " < ", dst->buf->row->regs(),
+                  "; ++", q, ")"));
+      Line(StrCat("const long long ", row, " = ", dst->buf->layout, "::row(", q,
+                  ");"));
+      vars_[row] = {row, Type::Int()};
+      Line(acc_type + " kiln_v = " + init + ";");
+      Line("#pragma unroll");
+      Line(StrCat("for (int kiln_w = 0; kiln_w < ", rf.warps_n,
+                  "; ++kiln_w) kiln_v = ", op_name, "()(kiln_v, (", acc_type,
+                  ")kiln_scr[kiln_w * ", rf.m, " + ", row, "]);"));
+      std::string saved_q = row_q_, saved_var = row_var_;
+      row_q_ = q;
+      row_var_ = row;
+      absl::Status st = finish(dst->Indices({Expr::Var(row)}, false), "kiln_v");
+      row_q_ = saved_q;
+      row_var_ = saved_var;
+      KILN_GPU_RETURN_IF_ERROR(st);
+      Close();
+    } else if (rf.warps_n > 1) {
       KILN_GPU_RETURN_IF_ERROR(
           combine_rows(id, rf.m, rf.warps_n, "kiln_w",
                        [&](const std::string& w, const std::string& rr) {

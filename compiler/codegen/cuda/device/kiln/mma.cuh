@@ -79,6 +79,11 @@ struct RowLayout {
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     return (warp / WARPS_N) * kWm + (q / 2) * 16 + lane / 4 + (q % 2) * 8;
   }
+  // This thread's warp holds the copy of its rows that is stored (the
+  // WARPS_N warps of a row slice each hold one).
+  __device__ __forceinline__ static bool first_slice() {
+    return (threadIdx.x / 32) % WARPS_N == 0;
+  }
 };
 
 // acc += op(A) @ op(B) for the block tile, A and B 16-bit tiles in shared

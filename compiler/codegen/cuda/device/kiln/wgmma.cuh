@@ -23,7 +23,8 @@
 // 1) * Wn / 2) are exactly one m64nWnk16 instruction's accumulator operand.
 // A column split is how an accumulator too wide for one warpgroup's
 // registers (MLA's 64 x 512 output) still runs on wgmma; its row
-// reductions meet across warpgroups in shared memory.
+// reductions meet across warpgroups in shared memory, and every column
+// slice keeps a copy of the row vectors (WgRowLayout).
 #ifndef KILN_DEVICE_WGMMA_CUH_
 #define KILN_DEVICE_WGMMA_CUH_
 
@@ -128,25 +129,30 @@ struct WgAccLayout {
     const int ni = (q / 4) % kTn, e = q % 4;
     return col0() + ni * 8 + (lane % 4) * 2 + (e % 2);
   }
-  // The index, in WgRowLayout<M, WGS_M> (WGS_N = 1), of register q's row.
+  // The index, in WgRowLayout<M, WGS_M, WGS_N>, of register q's row.
   __device__ __forceinline__ static int row_reg(int q) {
     return ((q / 4) / kTn) * 2 + (q % 4) / 2;
   }
 };
 
-// A vector over the rows of a WgAccLayout<M, *, WGS_M>: each thread holds
-// its own rows (2 per 64-row tile), the 4 lanes of a row group holding the
-// same values. (Rows of a column-split accumulator live in shared memory.)
-template <int M, int WGS_M>
+// A vector over the rows of a WgAccLayout<M, *, WGS_M, WGS_N>: each thread
+// holds its own rows (2 per 64-row tile), the 4 lanes of a row group
+// holding the same values; the WGS_N warpgroups of a row slice (its column
+// slices) each hold a copy, and the first one's stores it.
+template <int M, int WGS_M, int WGS_N = 1>
 struct WgRowLayout {
   enum : int { kWm = M / WGS_M };
   static_assert(M % WGS_M == 0 && kWm % 64 == 0,
                 "each warpgroup's rows must be whole 64-row wgmma tiles");
   enum : int { kRegs = kWm / 64 * 2 };
   __device__ __forceinline__ static int row(int q) {
-    const int wg = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4;
+    const int wg = (threadIdx.x / 128) / WGS_N, warp = (threadIdx.x / 32) % 4;
     const int lane = threadIdx.x % 32;
     return wg * kWm + (q / 2) * 64 + warp * 16 + lane / 4 + (q % 2) * 8;
+  }
+  // This thread's warpgroup holds the copy that is stored.
+  __device__ __forceinline__ static bool first_slice() {
+    return (threadIdx.x / 128) % WGS_N == 0;
   }
 };
 

@@ -101,6 +101,11 @@ struct RowLayout {
     const int wave = threadIdx.x / 64, lane = threadIdx.x % 64;
     return (wave / WARPS_N) * kWm + (q / 4) * 16 + 4 * (lane / 16) + q % 4;
   }
+  // This thread's wavefront holds the copy of its rows that is stored (the
+  // WARPS_N wavefronts of a row slice each hold one).
+  __device__ static inline bool first_slice() {
+    return (threadIdx.x / 64) % WARPS_N == 0;
+  }
 };
 
 // acc += op(A) @ op(B) for the block tile, A and B 16-bit LDS tiles laid out
