@@ -60,8 +60,11 @@ absl::StatusOr<std::string> Toolchain(const std::string& target) {
                "'; this build compiles for: ", TargetNames()));
   }
   switch (t->kind) {
-    case TargetKind::kCpu:
-      return CpuToolchainIdentity();
+    case TargetKind::kCpu: {
+      absl::StatusOr<CpuCodegenOptions> cpu = DefaultCpuCodegenOptions();
+      if (!cpu.ok()) return cpu.status();
+      return CpuToolchainIdentity(*cpu);
+    }
     case TargetKind::kCuda:
       return CudaToolchainIdentity(target);
     case TargetKind::kHip:
@@ -219,7 +222,9 @@ absl::StatusOr<CompiledKernel> Compile(const LoadedKernel& loaded) {
     out.plan = std::move(hip->plan);
     out.build_log = std::move(hip->hiprtc_log);
   } else {
-    auto artifact = GenerateCpu(kernel, CpuCodegenOptions{});
+    absl::StatusOr<CpuCodegenOptions> cpu = DefaultCpuCodegenOptions();
+    if (!cpu.ok()) return cpu.status();
+    auto artifact = GenerateCpu(kernel, *cpu);
     if (!artifact.ok()) return located(artifact.status());
     out.binary = std::move(artifact->shared_object);
     out.metadata = std::move(artifact->metadata);

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <string>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
 namespace kiln::runtime {
@@ -99,7 +100,18 @@ absl::StatusOr<std::unique_ptr<CpuKernel>> CpuKernel::Load(
   if (!lib.ok() && absl::IsUnavailable(lib.status())) {
     lib = OpenFromTempFile(shared_object);
   }
-  if (!lib.ok()) return lib.status();
+  if (!lib.ok()) {
+    if (absl::StrContains(lib.status().message(), "__asan")) {
+      // Compiled with KILN_CPU_SANITIZE=address (cpu_codegen.h).
+      return absl::FailedPreconditionError(absl::StrCat(
+          "kernel '", metadata.name,
+          "' is instrumented with AddressSanitizer and this process has no "
+          "ASan runtime: build it with -fsanitize=address or start it with "
+          "LD_PRELOAD=$(clang -print-file-name=libclang_rt.asan-x86_64.so) (",
+          lib.status().message(), ")"));
+    }
+    return lib.status();
+  }
   std::unique_ptr<CpuKernel> kernel(
       new CpuKernel(fd, std::move(*lib), std::move(metadata)));
   absl::StatusOr<EntryFn*> entry =

@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <thread>
@@ -514,6 +515,41 @@ TEST(CpuCodegenTest, ToolchainIdentityNamesLlvmAndTheCpu) {
   compiler::CpuCodegenOptions options;
   options.cpu = "x86-64-v3";
   EXPECT_THAT(compiler::CpuToolchainIdentity(options), HasSubstr("x86-64-v3"));
+}
+
+TEST(CpuCodegenTest, AddressSanitizerIsChosenByTheEnvironmentAndKeyed) {
+  // Unset: plain kernels. "address": instrumented, under another key.
+  // Anything else: an error naming the variable.
+  ASSERT_EQ(unsetenv("KILN_CPU_SANITIZE"), 0);
+  auto plain = compiler::DefaultCpuCodegenOptions();
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_FALSE(plain->address_sanitizer);
+  ASSERT_EQ(setenv("KILN_CPU_SANITIZE", "address", 1), 0);
+  auto asan = compiler::DefaultCpuCodegenOptions();
+  ASSERT_EQ(setenv("KILN_CPU_SANITIZE", "thread", 1), 0);
+  auto bad = compiler::DefaultCpuCodegenOptions();
+  ASSERT_EQ(unsetenv("KILN_CPU_SANITIZE"), 0);
+  ASSERT_TRUE(asan.ok()) << asan.status();
+  EXPECT_TRUE(asan->address_sanitizer);
+  EXPECT_EQ(compiler::CpuToolchainIdentity(*asan),
+            compiler::CpuToolchainIdentity(*plain) + " asan");
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad.status().message(), HasSubstr("KILN_CPU_SANITIZE='thread'"));
+}
+
+TEST(CpuCodegenTest, AnInstrumentedKernelNeedsTheAsanRuntimeToLoad) {
+  // This process has no ASan runtime (cpu_asan_test.cc runs with one): the
+  // kernel compiles, calls into the runtime, and loading it says what to do.
+  compiler::CpuCodegenOptions options;
+  options.address_sanitizer = true;
+  compiler::CpuArtifact artifact;
+  auto kernel = testing::CompileAndLoad(kAdd, options, &artifact);
+  EXPECT_THAT(artifact.llvm_ir, HasSubstr("call void @__asan_report_load4"));
+  ASSERT_FALSE(kernel.ok());
+  EXPECT_EQ(kernel.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(kernel.status().message(),
+              HasSubstr("instrumented with AddressSanitizer"));
+  EXPECT_THAT(kernel.status().message(), HasSubstr("LD_PRELOAD"));
 }
 
 }  // namespace

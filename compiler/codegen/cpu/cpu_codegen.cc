@@ -8,6 +8,8 @@
 #include "compiler/codegen/cpu/cpu_codegen.h"
 
 #include <chrono>
+#include <cstdlib>
+#include <string_view>
 
 #include "compiler/codegen/cpu/elf_link.h"
 #include "compiler/codegen/cpu/kernel_emitter.h"
@@ -50,7 +52,22 @@ CpuTarget DetectCpuTarget() {
 std::string CpuToolchainIdentity(const CpuCodegenOptions& options) {
   cpu::HostTarget t = ResolveTarget(options);
   return StrCat("llvm-", LLVM_VERSION_STRING, " ", t.triple, " ", t.cpu, " ",
-                t.features.empty() ? "-" : t.features);
+                t.features.empty() ? "-" : t.features,
+                options.address_sanitizer ? " asan" : "");
+}
+
+absl::StatusOr<CpuCodegenOptions> DefaultCpuCodegenOptions() {
+  CpuCodegenOptions options;
+  const char* sanitize = std::getenv("KILN_CPU_SANITIZE");
+  const std::string_view value = sanitize != nullptr ? sanitize : "";
+  if (value == "address") {
+    options.address_sanitizer = true;
+  } else if (!value.empty()) {
+    return absl::InvalidArgumentError(
+        StrCat("KILN_CPU_SANITIZE='", value.substr(0, 32),
+               "': the CPU target knows one sanitizer, 'address'"));
+  }
+  return options;
 }
 
 absl::StatusOr<CpuArtifact> GenerateCpu(const Kernel& lowered,
@@ -92,6 +109,7 @@ absl::StatusOr<CpuArtifact> GenerateCpu(const Kernel& lowered,
 
   start = Clock::now();
   cpu::Optimize(module.get(), tm->get(), options.opt_level);
+  if (options.address_sanitizer) cpu::InstrumentAddresses(module.get());
   artifact.timings.optimize_ms = MsSince(start);
   if (options.keep_llvm_ir) {
     llvm::raw_string_ostream ir_os(artifact.llvm_ir);
@@ -105,7 +123,8 @@ absl::StatusOr<CpuArtifact> GenerateCpu(const Kernel& lowered,
   artifact.timings.object_ms = MsSince(start);
 
   start = Clock::now();
-  absl::StatusOr<std::string> so = cpu::LinkSharedObject(*object);
+  absl::StatusOr<std::string> so =
+      cpu::LinkSharedObject(*object, options.address_sanitizer);
   if (!so.ok()) return so.status();
   artifact.shared_object = std::move(*so);
   artifact.timings.link_ms = MsSince(start);

@@ -25,7 +25,20 @@ struct CpuCodegenOptions {
   int opt_level = 3;  // 0..3
   // Keep the optimised module's text in CpuArtifact::llvm_ir.
   bool keep_llvm_ir = true;
+  // Instrument the kernel with AddressSanitizer (LLVM's ASan passes after
+  // the optimisation pipeline): every load and store is checked against
+  // ASan's shadow memory, and tiles on the stack get red zones. The process
+  // that loads the kernel must carry ASan's runtime (a -fsanitize=address
+  // build, or LD_PRELOAD of libclang_rt.asan); CpuKernel::Load says so
+  // when it does not. For testing that accepted programs stay inside their
+  // tiles and tensors (tile-ir.md §6).
+  bool address_sanitizer = false;
 };
+
+// The options compiles use by default: the host target, O3, and
+// address_sanitizer when the environment has KILN_CPU_SANITIZE=address
+// (InvalidArgument for any other non-empty value).
+absl::StatusOr<CpuCodegenOptions> DefaultCpuCodegenOptions();
 
 // Wall-clock milliseconds of each step of GenerateCpu.
 struct CpuCodegenTimings {
@@ -63,7 +76,8 @@ CpuTarget DetectCpuTarget();
 
 // One line naming everything that makes CPU binaries differ: "llvm-14.0.6
 // x86_64-pc-linux-gnu znver4 +a,+b,-c" for the host target (or for
-// `options`'s cpu/features when given). For the binary key.
+// `options`'s cpu/features when given), then " asan" for instrumented
+// kernels. For the binary key.
 std::string CpuToolchainIdentity(const CpuCodegenOptions& options = {});
 
 }  // namespace kiln::compiler

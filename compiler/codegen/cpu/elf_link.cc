@@ -82,7 +82,8 @@ std::mutex& LinkMutex() {
 
 }  // namespace
 
-absl::StatusOr<std::string> LinkSharedObject(std::string_view object) {
+absl::StatusOr<std::string> LinkSharedObject(std::string_view object,
+                                             bool sanitized) {
   TempDir dir;
   if (dir.path().empty()) {
     return absl::InternalError("cpu link: cannot create a temporary directory");
@@ -115,7 +116,7 @@ absl::StatusOr<std::string> LinkSharedObject(std::string_view object) {
   for (const std::string& lib : libs) args.push_back(lib.c_str());
   // Without both libraries (not glibc?) undefined symbols cannot be checked
   // here; dlopen then resolves them from the process.
-  if (libs.size() == 2) args.push_back("--no-undefined");
+  if (libs.size() == 2 && !sanitized) args.push_back("--no-undefined");
 
   std::string out_text, err_text;
   bool ok = false;

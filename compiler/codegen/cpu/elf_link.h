@@ -18,7 +18,10 @@ namespace kiln::compiler::cpu {
 // lld keeps global state: calls are serialised by a process-wide mutex.
 // The files lld needs live in a private temporary directory, removed before
 // returning. Internal error carrying lld's messages when linking fails.
-absl::StatusOr<std::string> LinkSharedObject(std::string_view object);
+// `sanitized`: the object calls the AddressSanitizer runtime, which the
+// process that loads it provides (not checked here).
+absl::StatusOr<std::string> LinkSharedObject(std::string_view object,
+                                             bool sanitized = false);
 
 }  // namespace kiln::compiler::cpu
 

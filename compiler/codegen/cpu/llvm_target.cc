@@ -15,6 +15,7 @@
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/Target/TargetOptions.h"
+#include "llvm/Transforms/Instrumentation/AddressSanitizer.h"
 
 namespace kiln::compiler::cpu {
 namespace {
@@ -124,6 +125,31 @@ void Optimize(llvm::Module* module, llvm::TargetMachine* tm, int opt_level) {
       mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
       break;
   }
+  mpm.run(*module, mam);
+}
+
+void InstrumentAddresses(llvm::Module* module) {
+  for (llvm::Function& f : *module) {
+    if (!f.isDeclaration()) f.addFnAttr(llvm::Attribute::SanitizeAddress);
+  }
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PassBuilder pb;
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::AddressSanitizerOptions options;
+  options.UseAfterScope = true;
+  llvm::ModulePassManager mpm;
+  mpm.addPass(llvm::RequireAnalysisPass<llvm::ASanGlobalsMetadataAnalysis,
+                                        llvm::Module>());
+  // (In LLVM 14 the module pass instruments the functions too; adding
+  // AddressSanitizerPass as well would instrument them twice.)
+  mpm.addPass(llvm::ModuleAddressSanitizerPass(options));
   mpm.run(*module, mam);
 }
 

@@ -39,6 +39,12 @@ bool HasFeature(const llvm::TargetMachine& tm, const std::string& feature);
 // loop and SLP vectorisation on.
 void Optimize(llvm::Module* module, llvm::TargetMachine* tm, int opt_level);
 
+// Instruments every function defined in `module` with AddressSanitizer (as
+// clang -fsanitize=address does after its optimisation pipeline): checked
+// loads and stores, red zones around stack allocations and globals, and a
+// module constructor that registers them with the ASan runtime.
+void InstrumentAddresses(llvm::Module* module);
+
 // The module as an ELF relocatable object, in memory.
 absl::StatusOr<std::string> EmitObject(llvm::Module* module,
                                        llvm::TargetMachine* tm);
