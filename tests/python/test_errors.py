@@ -45,11 +45,8 @@ CASES = [
      "    a[i, j] = i / j  # HERE", "'i / j' divides two integers"),
     ("float_floordiv", "for i, j in T.Parallel(64, 64):\n"
      "    a[i, j] = a[i, j] // 2  # HERE", "floor division '//' takes integers"),
-    ("shared_store_outside_parallel",
-     "s = T.alloc_shared((8,), 'float32')\ns[0] = 1.0  # HERE",
-     "'s' is a shared tile: store its elements inside a T.Parallel loop"),
-    ("global_store_outside_parallel", "A[0, 0] = 1.0  # HERE",
-     "store its elements inside a T.Parallel loop, or write it with T.copy"),
+    ("global_compound_store_by_the_block", "A[0, 0] += 1.0  # HERE",
+     "may race; use T.atomic_add"),
     ("global_compound_store", "for i, j in T.Parallel(64, 64):\n"
      "    A[i, j] += 1.0  # HERE", "may race; use T.atomic_add"),
     ("tile_op_in_parallel", "for i, j in T.Parallel(64, 64):\n"

@@ -66,8 +66,9 @@ class AutoTuner:
         self.rep = rep
 
     def __call__(self, *args: Any, **kwargs: Any) -> "AutotunedKernel":
-        configs = self.configs(*args, **kwargs) if callable(self.configs) \
-            else list(self.configs)
+        configs = _without_pass_configs(
+            self.configs(*args, **kwargs) if callable(self.configs)
+            else list(self.configs))
         if not configs:
             raise KilnError("kiln.autotune needs at least one config")
         sig = self.fn.signature()
@@ -93,6 +94,15 @@ class AutoTuner:
         if inputs is not None:  # inside set_autotune_inputs: tune now
             with tuned._lock:
                 tuned._tune(inputs)
+        return tuned
+
+    def compile(self, *args: Any, **kwargs: Any) -> "AutotunedKernel":
+        """TileLang's ``tuned_fn.compile(...)``: the tuned kernel for these
+        arguments, tuned now (on the profiler's random inputs, or those of
+        ``set_autotune_inputs``) so that ``.config`` and ``.latency`` are
+        known."""
+        tuned = self(*args, **kwargs)
+        tuned.tune()
         return tuned
 
     def _as_tunables(self, configs: List[Dict[str, Any]], keys: List[str],
@@ -132,7 +142,7 @@ class AutotunedKernel:
         self._tuner = tuner
         self.best: Optional[JITKernel] = kernels[0] if len(kernels) == 1 \
             else None
-        self.config: Optional[Dict[str, Any]] = configs[0] \
+        self._config: Optional[Dict[str, Any]] = configs[0] \
             if len(kernels) == 1 else None
         self.results: List[Dict[str, Any]] = []
         # Set by the daemon's tuning ("tunables" mode): the tuning key, whether
@@ -148,13 +158,41 @@ class AutotunedKernel:
         return (self.best or self.kernels[0]).ir
 
     @property
+    def config(self) -> Optional[Dict[str, Any]]:
+        """The best config; reading it before the first launch tunes on
+        the profiler's random inputs (TileLang tunes when called)."""
+        self.tune()
+        return self._config
+
+    @property
     def latency(self) -> Optional[float]:
-        """Milliseconds per launch of the best config, once tuned (None
-        before the first launch, or when the caller fixed every value)."""
+        """Milliseconds per launch of the best config (tuned now if need
+        be, as ``config``); None when the caller fixed every value."""
+        self.tune()
         for r in self.results:
-            if r.get("config") == self.config and "seconds" in r:
+            if r.get("config") == self._config and "seconds" in r:
                 return r["seconds"] * 1e3
         return None
+
+    def tune(self) -> "AutotunedKernel":
+        """Tunes now, unless a launch (or an earlier call) has: on the
+        inputs of ``set_autotune_inputs`` when inside one, else on the
+        profiler's random inputs for the kernel's (constant) shapes."""
+        with self._lock:
+            if self.best is None:
+                inputs = _captured_inputs()
+                if inputs is None:
+                    inputs = self.kernels[0].get_profiler().inputs()
+                self._tune(list(inputs))
+        return self
+
+    def __getattr__(self, name: str) -> Any:
+        # The best kernel's other attributes (get_profiler,
+        # get_kernel_source, params...), as TileLang returns a kernel.
+        if name.startswith("_") or name in ("kernels", "best", "mode"):
+            raise AttributeError(name)
+        self.tune()
+        return getattr(self.best, name)
 
     # No reference program is run by the decorator's tuning.
     ref_latency: Optional[float] = None
@@ -180,7 +218,7 @@ class AutotunedKernel:
             self.results.append(entry)
             t = entry.get("seconds")
             if t is not None and (best_time is None or t < best_time):
-                best_time, self.best, self.config = t, kernel, config
+                best_time, self.best, self._config = t, kernel, config
         if self.best is None:
             failures = "\n".join(f"  {r['config']}: {r['error']}"
                                  for r in self.results)
@@ -220,7 +258,7 @@ class AutotunedKernel:
                     entry["error"] = c.get("reason", entry["status"])
             self.results.append(entry)
             if self.best is None and kernel.bindings == best:
-                self.best, self.config = kernel, config
+                self.best, self._config = kernel, config
         if self.best is None:
             raise KilnError(f"kiln.autotune: the daemon chose {best}, "
                             "which is none of the configs")
@@ -339,8 +377,8 @@ class ExplicitAutoTuner:
     def run(self, warmup: float = 25, rep: float = 100,
             timeout: float = 100, **_ignored: Any) -> AutotuneResult:
         from kiln.profiler import TensorSupplyType
-        configs = self.configs() if callable(self.configs) \
-            else list(self.configs)
+        configs = _without_pass_configs(
+            self.configs() if callable(self.configs) else list(self.configs))
         if not configs:
             raise KilnError("AutoTuner needs at least one config")
         supply = self.supply if self.supply is not None \
@@ -379,6 +417,13 @@ class ExplicitAutoTuner:
             ref_latency = profiler.do_bench(self.ref_prog, warmup=warmup,
                                             rep=rep, input_tensors=inputs)
         return AutotuneResult(config, latency, ref_latency, kernel, results)
+
+
+def _without_pass_configs(configs: List[Config]) -> List[Config]:
+    """The configs without TileLang's ``pass_configs`` entries (compiler
+    options Kiln has no use for; see kiln.PassConfigKey)."""
+    return [{k: v for k, v in c.items() if k != "pass_configs"}
+            for c in configs]
 
 
 def _ir_name(key: str) -> str:

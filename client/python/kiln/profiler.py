@@ -189,6 +189,28 @@ def do_bench(fn: Callable[[], Any], warmup: float = 25, rep: float = 100,
     return sum(times) / len(times)
 
 
+def assert_close(got: Any, want: Any, atol: float, rtol: float,
+                 max_mismatched_ratio: float, what: str = "tensor") -> None:
+    """Raises AssertionError when more than ``max_mismatched_ratio`` of the
+    elements of ``got`` (an array or tensor) differ from ``want`` by more
+    than ``atol + rtol * |want|`` (a NaN where ``want`` has none counts as a
+    mismatch), or when the shapes differ."""
+    import numpy as np
+    host = _Host()
+    a, b = host.to_float64(got), host.to_float64(want)
+    if a.shape != b.shape:
+        raise AssertionError(f"{what}: shape {a.shape}, reference {b.shape}")
+    bad = ~np.isclose(a, b, atol=atol, rtol=rtol, equal_nan=True)
+    ratio = float(bad.mean()) if bad.size else 0.0
+    if ratio > max_mismatched_ratio:
+        where = np.argwhere(bad)[0].tolist()
+        raise AssertionError(
+            f"{what}: {bad.sum()} of {bad.size} elements ({ratio:.2%}) "
+            f"differ by more than atol={atol} + rtol={rtol} * |ref| "
+            f"(allowed {max_mismatched_ratio:.2%}); first at {where}: "
+            f"{a[tuple(where)]} against {b[tuple(where)]}")
+
+
 class Profiler:
     """Inputs for one kernel, its check against a reference, its timing."""
 
@@ -243,7 +265,6 @@ class Profiler:
         raises AssertionError when more than ``max_mismatched_ratio`` of
         any output's elements differ by more than ``atol + rtol * |ref|``
         (a NaN where the reference has none counts as a mismatch)."""
-        import numpy as np
         ins = list(input_tensors) if input_tensors is not None \
             else self.inputs()
         got = self._run(self.kernel, ins)
@@ -253,20 +274,13 @@ class Profiler:
                 f"{self.kernel.name} returns {len(got)} outputs, the "
                 f"reference {len(want)}")
         for n, (g, w) in enumerate(zip(got, want)):
-            a, b = self._host.to_float64(g), self._host.to_float64(w)
-            if a.shape != b.shape:
-                raise AssertionError(
-                    f"output {n}: shape {a.shape}, reference {b.shape}")
-            bad = ~np.isclose(a, b, atol=atol, rtol=rtol, equal_nan=True)
-            ratio = float(bad.mean()) if bad.size else 0.0
-            if ratio > max_mismatched_ratio:
-                where = np.argwhere(bad)[0].tolist()
-                raise AssertionError(
-                    f"output {n} of {self.kernel.name}: {bad.sum()} of "
-                    f"{bad.size} elements ({ratio:.2%}) differ by more "
-                    f"than atol={atol} + rtol={rtol} * |ref| (allowed "
-                    f"{max_mismatched_ratio:.2%}); first at {where}: "
-                    f"{a[tuple(where)]} against {b[tuple(where)]}")
+            assert_close(g, w, atol, rtol, max_mismatched_ratio,
+                         f"output {n} of {self.kernel.name}")
+
+    @property
+    def func(self) -> Any:
+        """The kernel the profiler runs (TileLang's ``profiler.func``)."""
+        return self.kernel
 
     def do_bench(self, func: Optional[Callable] = None, warmup: float = 25,
                  rep: float = 100, n_warmup: int = 0, n_repeat: int = 0,

@@ -29,12 +29,48 @@ _ALIASES.update({
 })
 
 
-class DType:
-    """A scalar type, as ``T.float16``; calling it casts a kernel value."""
+# Tile-IR name -> the TileLang name DType prints.
+_TILELANG_NAMES: Dict[str, str] = {
+    "bool": "bool", "i8": "int8", "u8": "uint8", "i16": "int16",
+    "i32": "int32", "i64": "int64", "u32": "uint32", "i4": "int4",
+    "u4": "uint4", "f16": "float16", "bf16": "bfloat16", "f32": "float32",
+    "f64": "float64", "f8e4m3": "float8_e4m3", "f8e5m2": "float8_e5m2",
+}
 
-    def __init__(self, ir: str, tilelang: str):
+# Tile-IR name -> torch's dtype attribute (fp8 only in torch >= 2.1).
+_TORCH_NAMES: Dict[str, str] = {
+    "bool": "bool", "i8": "int8", "u8": "uint8", "i16": "int16",
+    "i32": "int32", "i64": "int64", "u32": "uint32", "f16": "float16",
+    "bf16": "bfloat16", "f32": "float32", "f64": "float64",
+    "f8e4m3": "float8_e4m3fn", "f8e5m2": "float8_e5m2",
+}
+
+
+class DType:
+    """A scalar type, as ``T.float16``; calling it casts a kernel value.
+    ``T.dtype(x)`` (one argument: a name, a DType, a torch or NumPy dtype)
+    is the DType of ``x``, as TileLang's ``T.dtype``."""
+
+    def __init__(self, ir: Any, tilelang: Any = None):
+        if tilelang is None:
+            ir = to_ir(ir)
+            tilelang = _TILELANG_NAMES[ir]
         self.ir = ir
         self.name = tilelang
+
+    @property
+    def bits(self) -> int:
+        """Bits per element (TVM's ``DataType.bits``)."""
+        return IR_BITS[self.ir]
+
+    def as_torch(self) -> Any:
+        """The torch dtype of this type."""
+        import torch
+        attr = _TORCH_NAMES.get(self.ir)
+        if attr is None or not hasattr(torch, attr):
+            raise KilnSourceError(
+                f"torch {torch.__version__} has no dtype for {self.name}")
+        return getattr(torch, attr)
 
     def __repr__(self) -> str:
         return f"T.{self.name}"

@@ -42,6 +42,17 @@ class Expr:
         self.c = c
         self.ty = ty
 
+    # TVM's PrimExpr surface, which TileLang helpers use on kernel values.
+    @property
+    def dtype(self) -> Any:
+        """The value's type as a DType (an untyped integer is int32)."""
+        from kiln._dsl.dtypes import DType
+        return DType({"int": "i32", "float": "f32"}.get(self.ty, self.ty))
+
+    def astype(self, dtype: Any) -> "Expr":
+        """The value converted to ``dtype`` (``T.cast``)."""
+        return cast(dtype, self)
+
     # Python operators build kernel expressions, so helpers written in plain
     # Python (and tunable placeholders) work unchanged.
     def __add__(self, o): return binop("+", self, o)

@@ -29,7 +29,7 @@ from kiln._dsl.dtypes import DType, to_ir
 from kiln._dsl.names import NameTable
 from kiln.errors import KilnSourceError
 from kiln.language import (ElseFrame, IfFrame, KernelLaunch, LoopSpec,
-                           TensorType, ThenFrame)
+                           TensorType, ThenFrame, WarpRoleFrame)
 
 _BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/",
            ast.FloorDiv: "//", ast.Mod: "%", ast.LShift: "<<",
@@ -565,6 +565,9 @@ class _Translator:
         if frames and isinstance(frames[0], IfFrame):
             self._tvm_if(node, frames)
             return
+        if len(frames) == 1 and isinstance(frames[0], WarpRoleFrame):
+            self._static_block(node.body)  # (block-collective tile ops)
+            return
         if frames and isinstance(frames[0], (ThenFrame, ElseFrame)):
             raise self.error("T.Then() and T.Else() belong directly inside "
                              "`with T.If(cond):` (or `with T.If(cond), "
@@ -757,20 +760,24 @@ class _Translator:
 
     def _emit_store(self, buf: Buffer, idx: List[Any], op: str,
                     value: Any) -> None:
-        if buf.scope == "global" and not self.in_parallel:
-            raise KilnSourceError(
-                f"'{buf.py_name}' is a global tensor: store its elements "
-                "inside a T.Parallel loop, or write it with T.copy or "
-                "T.atomic_add")
         if buf.scope == "global" and op != "=":
             raise KilnSourceError(
                 f"'{op}' into global tensor '{buf.py_name}': elements of a "
                 "T.Parallel may race; use T.atomic_add, or '='")
-        if buf.scope == "shared" and not self.in_parallel:
-            raise KilnSourceError(
-                f"'{buf.py_name}' is a shared tile: store its elements "
-                "inside a T.Parallel loop (only local tiles and fragments "
-                "are stored outside one)")
+        if buf.scope in ("global", "shared") and not self.in_parallel:
+            # One element stored by the block (TileLang's `O[bx] = v` at
+            # the block level): a T.Parallel of one iteration.
+            one = self.names.fresh("one")
+            self.emit(f"parallel ({one}) in (1) {{")
+            self.depth += 1
+            self.in_parallel += 1
+            try:
+                self._emit_store(buf, idx, op, value)
+            finally:
+                self.in_parallel -= 1
+                self.depth -= 1
+            self.emit("}")
+            return
         if len(idx) != len(buf.shape):
             raise KilnSourceError(
                 f"'{buf.py_name}' has {len(buf.shape)} dims; got "

@@ -100,7 +100,8 @@ Buffer = _TensorSpelling("Buffer")
 SharedBuffer = _TensorSpelling("SharedBuffer")
 FragmentBuffer = _TensorSpelling("FragmentBuffer")
 LocalBuffer = _TensorSpelling("LocalBuffer")
-# ``dtype: T.dtype = "float16"`` annotations of kernel factories.
+# ``dtype: T.dtype = "float16"`` annotations of kernel factories, and
+# ``T.dtype("float16")`` / ``T.dtype(q.dtype)``: the DType of a name.
 dtype = DType
 
 
@@ -531,6 +532,30 @@ def macro(func: Optional[Callable] = None, **_options: Any) -> Any:
     if func is None:
         return lambda f: Macro(_with_outer_names(f, sys._getframe(1)))
     return Macro(_with_outer_names(func, sys._getframe(1)))
+
+
+# Register-allocation and warp-role hints of TileLang's Hopper kernels:
+# Kiln plans warp specialisation and register budgets itself, so they are
+# accepted and change nothing.
+def no_set_max_nreg() -> None:
+    return None
+
+
+def disable_warp_group_reg_alloc() -> None:
+    return None
+
+
+class WarpRoleFrame:
+    """``with T.ws(0):``: TileLang's warp-specialised role. Tile ops are
+    collective over the block in Kiln, so the body runs as written (the
+    compiler chooses producer and consumer warps)."""
+
+    def __init__(self, *warp_groups: Any):
+        self.warp_groups = warp_groups
+
+
+def ws(*warp_groups: Any) -> WarpRoleFrame:
+    return WarpRoleFrame(*warp_groups)
 
 
 # TileLang names Kiln does not provide, with what to write instead (the

@@ -1,0 +1,1 @@
+"""``tilelang.contrib``: the CUDA toolchain queries ported code makes."""

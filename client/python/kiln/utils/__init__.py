@@ -1,0 +1,1 @@
+"""Host-side helpers with TileLang's module paths (``tilelang.utils``)."""
