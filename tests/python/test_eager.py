@@ -166,3 +166,38 @@ def test_eager_errors_name_the_problem():
         row_stats(np.zeros((4, 300), np.float32), 1.0)
     with pytest.raises(KilnSourceError, match="T.empty declares"):
         T.empty((4,), "float32")
+
+
+@kiln.jit
+def column_group_max(X, splits: int, group: int = 32):
+    # Python arithmetic on T.const dims before the kernel (a split-K style
+    # share of the columns) and an output whose dim is an expression of
+    # them, as TileLang's split-K and FP8-cast examples are written.
+    M, N = T.const("M, N")
+    share = N // splits
+    X: T.Tensor((M, N), T.float32)
+    Y = T.empty((M, T.ceildiv(N, group)), T.float32)
+    assert share % group == 0, "each split holds whole groups"
+    with T.Kernel(T.ceildiv(M, 8), splits, threads=64) as (bx, bz):
+        t = T.alloc_fragment((8, group), T.float32)
+        m = T.alloc_fragment((8,), T.float32)
+        for g in T.serial(share // group):
+            T.copy(X[bx * 8, bz * share + g * group], t)
+            T.reduce_max(t, m, dim=1)
+            for i in T.Parallel(8):
+                if bx * 8 + i < M:
+                    Y[bx * 8 + i, bz * (share // group) + g] = m[i]
+    return Y
+
+
+def test_a_direct_call_takes_python_arithmetic_on_const_dims(rng):
+    # 37 rows (a ragged last block), 256 columns in 4 splits of 2 groups.
+    x = rng.standard_normal((37, 256)).astype(np.float32)
+    got = column_group_max(x, 4)
+    np.testing.assert_array_equal(got, x.reshape(37, 8, 32).max(-1))
+    # The same kernel as .compile(...) builds it.
+    assert column_group_max.compile(M=37, N=256, splits=4).ir == \
+        column_group_max.compile(M=37, N=256, splits=4, group=32).ir
+    # The assert runs with the dims' values (not while the call probes).
+    with pytest.raises(KilnSourceError, match="each split holds whole"):
+        column_group_max(x, 16)

@@ -198,3 +198,72 @@ def test_a_block_stores_one_element_outside_parallel(backend):
     want = np.array([2 * a[b:b + 32].sum() + i for i, b in enumerate(blocks)],
                     np.float32)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@kiln.jit
+def segment_offsets(sizes, block=16):
+    # Comprehensions over Python values, as TileLang's grouped GEMM sizes
+    # its grid: a generator in sum(), a list with a condition, and one whose
+    # elements are kernel values.
+    blocks = sum((s + block - 1) // block for s in sizes)
+    starts = [sum(sizes[:i]) for i in range(len(sizes)) if sizes[i] > 0]
+
+    @T.prim_func
+    def main(W: T.Tensor((4,), "int32"), O: T.Tensor((blocks,), "int32")):
+        with T.Kernel(blocks, threads=32) as bx:
+            for i in T.Parallel(1):
+                O[bx + i] = bx * 100 + sum(W[k] * k for k in range(4)) + \
+                    len(starts)
+    return main
+
+
+def test_comprehensions_run_in_python(backend):
+    w = np.array([3, 1, 4, 1], np.int32)
+    k = segment_offsets((20, 0, 40))
+    out = np.zeros(2 + 3, np.int32)
+    kiln.compile(k.prim_func)(w, out)
+    np.testing.assert_array_equal(
+        out, np.arange(5) * 100 + int((w * np.arange(4)).sum()) + 2)
+    with pytest.raises(kiln.KilnSourceError,
+                       match="iterate over a Python value"):
+        @T.prim_func
+        def bad(A: T.Tensor((N,), "float32")):
+            with T.Kernel(1, threads=32) as bx:
+                for i in T.Parallel(4):
+                    A[i] = sum(A[j] for j in T.serial(bx))
+        bad.ir
+
+
+@autotune(configs=[{"block": 16}, {"block": 64}], warmup=1, rep=2)
+@kiln.jit
+def eager_row_max(X, block=16, threads=64):
+    # TileLang's top-k example stacks @autotune on an eager @jit and calls
+    # it with tensors: tuned on them, the best config's outputs returned.
+    M, N = T.const("M, N")
+    X: T.Tensor((M, N), T.float32)
+    Y = T.empty((M,), T.float32)
+    with T.Kernel(T.ceildiv(M, block), threads=threads) as bx:
+        t = T.alloc_fragment((block, N), T.float32)
+        m = T.alloc_fragment((block,), T.float32)
+        T.copy(X[bx * block, 0], t)
+        T.reduce_max(t, m, dim=1)
+        T.copy(m, Y[bx * block])
+    return Y
+
+
+def test_autotune_over_an_eager_function(libkiln_embedded):
+    x = np.random.default_rng(5).standard_normal((100, 48)).astype(
+        np.float32)
+    np.testing.assert_array_equal(eager_row_max(x), x.max(1))
+    np.testing.assert_array_equal(eager_row_max(x), x.max(1))
+    assert len(eager_row_max._eager_choices) == 1  # tuned once per shape
+    chosen = next(iter(eager_row_max._eager_choices.values()))
+    assert chosen.config in ({"block": 16}, {"block": 64})
+    assert all("seconds" in r for r in chosen.results)
+    # Every config key given: no tuning, the call runs as written.
+    np.testing.assert_array_equal(eager_row_max(x[:7], block=64),
+                                  x[:7].max(1))
+    # .compile with the dims: tuned at once on the profiler's inputs.
+    compiled = eager_row_max.compile(M=40, N=48)
+    assert compiled.config in ({"block": 16}, {"block": 64})
+    np.testing.assert_array_equal(compiled(x[:40]), x[:40].max(1))

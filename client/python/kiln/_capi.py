@@ -181,7 +181,9 @@ class Kernel:
         self._lib = lib
         self._ptr = c_void_p(ptr)
 
-    def __del__(self) -> None:
+    def __del__(self, _free: Any = _free) -> None:
+        # (The default keeps the function at interpreter exit, when module
+        # globals may already be gone.)
         _free(self, "kiln_kernel_free")
 
     def _s(self, fn: str) -> str:
@@ -244,7 +246,7 @@ class Client:
         self._ptr = c_void_p(ptr)
         self.description = description
 
-    def __del__(self) -> None:
+    def __del__(self, _free: Any = _free) -> None:
         _free(self, "kiln_client_free")
 
     def __repr__(self) -> str:

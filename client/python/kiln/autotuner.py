@@ -64,6 +64,8 @@ class AutoTuner:
         self.configs = configs
         self.warmup = warmup
         self.rep = rep
+        # Eager functions: the tuned choice per call shape (_call_key).
+        self._eager_choices: Dict[Any, "AutotunedKernel"] = {}
 
     def __call__(self, *args: Any, **kwargs: Any) -> "AutotunedKernel":
         configs = _without_pass_configs(
@@ -79,6 +81,8 @@ class AutoTuner:
                 raise KilnArgumentError(
                     f"config key '{k}' is not a parameter of "
                     f"{self.fn.func.__name__}")
+        if self.fn.eager:
+            return self._eager(args, kwargs, configs, keys, bound.arguments)
         if all(k in bound.arguments for k in keys):
             # Every tunable given by the caller: no tuning, as in TileLang.
             return AutotunedKernel([self.fn(*args, **kwargs)],
@@ -96,12 +100,48 @@ class AutoTuner:
                 tuned._tune(inputs)
         return tuned
 
+    def _eager(self, args: Sequence[Any], kwargs: Dict[str, Any],
+               configs: List[Config], keys: List[str],
+               given: Dict[str, Any]) -> Any:
+        """An eager function called with its tensors (TileLang's
+        ``@autotune`` over an eager ``@jit``): runs the best config's
+        kernel on them and returns its outputs. The configs are timed on
+        copies of the arguments the first time a shape is seen (each
+        config's kernel built as a direct call builds it); later calls
+        with the same shapes and Python values reuse the choice."""
+        if all(k in given for k in keys):
+            return self.fn(*args, **kwargs)
+        key = _call_key(args, kwargs)
+        tuned = self._eager_choices.get(key) if key is not None else None
+        if tuned is None:
+            built = [self.fn.eager_bind(args, {**kwargs, **c})
+                     for c in configs]
+            tuned = AutotunedKernel([k for k, _ in built], configs, self,
+                                    "constants")
+            with tuned._lock:
+                tuned._tune(built[0][1])
+            if key is not None:
+                self._eager_choices[key] = tuned
+        _, inputs = self.fn.eager_bind(args, {**kwargs, **tuned._config})
+        return tuned.best(*inputs)  # type: ignore[misc]
+
     def compile(self, *args: Any, **kwargs: Any) -> "AutotunedKernel":
         """TileLang's ``tuned_fn.compile(...)``: the tuned kernel for these
         arguments, tuned now (on the profiler's random inputs, or those of
         ``set_autotune_inputs``) so that ``.config`` and ``.latency`` are
         known."""
-        tuned = self(*args, **kwargs)
+        if self.fn.eager:
+            # Dims and Python values by keyword: one kernel per config.
+            configs = _without_pass_configs(
+                self.configs(*args, **kwargs) if callable(self.configs)
+                else list(self.configs))
+            if not configs:
+                raise KilnError("kiln.autotune needs at least one config")
+            tuned = AutotunedKernel(
+                [self.fn.compile(*args, **{**kwargs, **c}) for c in configs],
+                configs, self, "constants")
+        else:
+            tuned = self(*args, **kwargs)
         tuned.tune()
         return tuned
 
@@ -417,6 +457,22 @@ class ExplicitAutoTuner:
             ref_latency = profiler.do_bench(self.ref_prog, warmup=warmup,
                                             rep=rep, input_tensors=inputs)
         return AutotuneResult(config, latency, ref_latency, kernel, results)
+
+
+def _call_key(args: Sequence[Any], kwargs: Dict[str, Any]) -> Any:
+    """What a call's tuning depends on: each array's shape and dtype, the
+    other values as they are; None when one is not hashable."""
+    def one(v: Any) -> Any:
+        if hasattr(v, "shape") and hasattr(v, "dtype"):
+            return ("array", tuple(v.shape), str(v.dtype))
+        return v
+    key = (tuple(one(a) for a in args),
+           tuple(sorted((k, one(v)) for k, v in kwargs.items())))
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
 
 
 def _without_pass_configs(configs: List[Config]) -> List[Config]:

@@ -497,6 +497,13 @@ class JITFunction:
         """A direct call with tensors: the T.const dims are read from the
         tensors' shapes (a probe translation gives the dims each tensor
         parameter has), then the kernel for them runs on the tensors."""
+        kernel, inputs = self.eager_bind(args, kwargs)
+        return kernel(*inputs)
+
+    def eager_bind(self, args: Sequence[Any], kwargs: Dict[str, Any]
+                   ) -> Tuple[JITKernel, List[Any]]:
+        """The kernel a direct call of an eager function runs, and the
+        kernel arguments it runs it on."""
         bound = self.signature().bind(*args, **kwargs).arguments
         spec = self._with_defaults(
             {k: v for k, v in bound.items() if not _is_array(v)})
@@ -523,8 +530,7 @@ class JITFunction:
                         raise KilnArgumentError(
                             f"{self.func.__name__}: dim {dim} is {consts[dim]} "
                             f"from an earlier tensor but {n} in '{p.name}'")
-        kernel = self._eager_kernel(spec, consts)
-        return kernel(*inputs)
+        return self._eager_kernel(spec, consts), inputs
 
 
 def _is_array(v: Any) -> bool:

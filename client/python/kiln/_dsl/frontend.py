@@ -351,6 +351,8 @@ class _Translator:
         if isinstance(ann, TensorType):
             shape = []
             for d in ann.shape:
+                if isinstance(d, _ProbeDim):
+                    d = E.Symbol(d.name)  # an eager probe's T.const dim
                 if isinstance(d, E.Symbol):
                     if d.a not in self.symbols:
                         self.names.interface(d.a, "symbolic dim")
@@ -971,6 +973,63 @@ class _Translator:
     def ev_Tuple(self, node: ast.Tuple) -> Any:
         return tuple(self._elts(node.elts))
 
+    def ev_ListComp(self, node: ast.ListComp) -> Any:
+        return self._comprehension(node)
+
+    def ev_GeneratorExp(self, node: ast.GeneratorExp) -> Any:
+        # (Consumed at once, so a list serves: `sum(x for x in sizes)`.)
+        return self._comprehension(node)
+
+    def _comprehension(self, node: Any) -> List[Any]:
+        """A comprehension over Python values, evaluated while translating
+        (its elements may be kernel values: `sum(A[i] for i in range(4))`
+        builds one expression)."""
+        out: List[Any] = []
+
+        def walk(level: int) -> None:
+            if level == len(node.generators):
+                out.append(self.ev(node.elt))
+                return
+            gen = node.generators[level]
+            iterable = self.ev(gen.iter)
+            if gen.is_async or _is_kernel_value(iterable) or \
+                    isinstance(iterable, LoopSpec):
+                raise self.error("a comprehension in a kernel runs in "
+                                 "Python: iterate over a Python value (a "
+                                 "list, a range of ints)", gen.iter)
+            for value in iterable:
+                self._bind_comprehension(gen.target, value)
+                keep = True
+                for cond in gen.ifs:
+                    c = self.ev(cond)
+                    if _is_kernel_value(c):
+                        raise self.error("a comprehension's `if` must be a "
+                                         "Python condition", cond)
+                    keep = keep and bool(c)
+                if keep:
+                    walk(level + 1)
+
+        self.scope = _Scope(self.scope)
+        try:
+            walk(0)
+        finally:
+            self.scope = self.scope.parent  # type: ignore[assignment]
+        return out
+
+    def _bind_comprehension(self, target: ast.expr, value: Any) -> None:
+        if isinstance(target, ast.Name):
+            self.scope.vars[target.id] = (value, "python")
+            return
+        if isinstance(target, (ast.Tuple, ast.List)):
+            values = list(value)
+            if len(values) != len(target.elts):
+                raise self.error(f"cannot unpack {len(values)} values into "
+                                 f"{len(target.elts)} names", target)
+            for t, v in zip(target.elts, values):
+                self._bind_comprehension(t, v)
+            return
+        raise self.error("bind a comprehension's values to names", target)
+
     def ev_List(self, node: ast.List) -> Any:
         return list(self._elts(node.elts))
 
@@ -1199,6 +1258,19 @@ def _const_names(spec: Any) -> List[str]:
     return names
 
 
+class _ProbeDim(int):
+    """A T.const dim while an eager function is probed: a stand-in value
+    (large, distinct per dim) that plain Python arithmetic on the dims can
+    use (``K // split_k``, ``T.ceildiv(N, g)``; the results are plain ints,
+    which the probe ignores), and which a tensor annotation reads back as
+    the dim's name."""
+
+    def __new__(cls, name: str, k: int) -> "_ProbeDim":
+        value = super().__new__(cls, 1_000_003 + 1_009 * k)
+        value.name = name
+        return value
+
+
 class _EagerTranslator(_Translator):
     """An eager ``@tilelang.jit`` function as a prim_func. ``spec`` gives
     its Python arguments (tile sizes, dtypes); ``consts`` the T.const dims,
@@ -1238,7 +1310,7 @@ class _EagerTranslator(_Translator):
         for n in names:
             self.const_names.append(n)
             if self.consts is None:
-                values.append(E.Symbol(n))
+                values.append(_ProbeDim(n, len(self.const_names)))
             elif n not in self.consts:
                 raise KilnSourceError(
                     f"T.const dim '{n}' has no value: pass {n}=... to "
@@ -1271,13 +1343,6 @@ class _EagerTranslator(_Translator):
             return
         super().stmt_Assign(node)
 
-    def _assign_name(self, name: str, value: Any) -> None:
-        if isinstance(value, E.Symbol) and value.a in self.const_names:
-            # A probe's T.const dim: a name for the symbol, as a module's
-            # `M = T.symbolic("M")` is.
-            self.scope.vars[name] = (value, "python")
-            return
-        super()._assign_name(name, value)
 
     def stmt_Return(self, node: ast.Return) -> None:
         if self.in_kernel:
@@ -1294,8 +1359,8 @@ class _EagerTranslator(_Translator):
         self.returned = names
 
     def stmt_Assert(self, node: ast.Assert) -> None:
-        if self.consts is None and _is_kernel_value(self.ev(node.test)):
-            return  # a probe: the dims it tests are still symbols
+        if self.consts is None:
+            return  # a probe: the dims it would test have no values yet
         super().stmt_Assert(node)
 
     def outputs(self) -> List[str]:
