@@ -47,6 +47,10 @@ CASES = [
      "    a[i, j] = a[i, j] // 2  # HERE", "floor division '//' takes integers"),
     ("global_compound_store_by_the_block", "A[0, 0] += 1.0  # HERE",
      "may race; use T.atomic_add"),
+    ("store_past_a_tile_in_parallel",
+     "s = T.alloc_fragment((2,), 'float32')\nfor i in T.Parallel(64):\n"
+     "    s[i] = 1.0  # HERE",
+     "'s' has 2 elements along dim 0, but the T.Parallel loop stores to it"),
     ("global_compound_store", "for i, j in T.Parallel(64, 64):\n"
      "    A[i, j] += 1.0  # HERE", "may race; use T.atomic_add"),
     ("tile_op_in_parallel", "for i, j in T.Parallel(64, 64):\n"

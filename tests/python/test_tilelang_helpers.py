@@ -267,3 +267,30 @@ def test_autotune_over_an_eager_function(libkiln_embedded):
     compiled = eager_row_max.compile(M=40, N=48)
     assert compiled.config in ({"block": 16}, {"block": 64})
     np.testing.assert_array_equal(compiled(x[:40]), x[:40].max(1))
+
+
+@kiln.jit(out_idx=[-1])
+def head_bias(heads, block=64):
+    # A fragment smaller than the T.Parallel that fills it is fine when the
+    # store is guarded (unguarded, it is a located error: test_errors.py).
+    @T.prim_func
+    def main(Bias: T.Tensor((heads,), "float32"),
+             O: T.Tensor((block,), "float32")):
+        with T.Kernel(1, threads=64) as bx:
+            b = T.alloc_fragment((heads,), "float32")
+            o = T.alloc_fragment((block,), "float32")
+            for i in T.Parallel(block):
+                if i < heads:
+                    b[i] = Bias[i] * 2
+            for i in T.Parallel(block):
+                o[i] = T.if_then_else(i < heads, b[i], 0.0)
+            T.copy(o, O)
+    return main
+
+
+def test_a_guarded_store_into_a_smaller_tile(backend):
+    bias = np.arange(4, dtype=np.float32) + 1
+    got = head_bias(4)(bias)
+    want = np.zeros(64, np.float32)
+    want[:4] = 2 * bias
+    np.testing.assert_array_equal(got, want)

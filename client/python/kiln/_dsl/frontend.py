@@ -268,6 +268,10 @@ class _Translator:
         self.lines: List[List] = []  # [depth, text, python line]
         self.depth = 0
         self.in_parallel = 0
+        # T.Parallel variables (IR names) -> constant extents; the `if`s
+        # open inside a T.Parallel body (_check_parallel_index).
+        self.parallel_extents: Dict[str, int] = {}
+        self.parallel_guards = 0
         self.in_kernel = False
         # Each T.Kernel block: (launch text, its lines).
         self.parts: List[Tuple[str, List[List]]] = []
@@ -754,6 +758,7 @@ class _Translator:
             raise self.error("only tile elements can be assigned "
                              f"(got {type(base).__name__})")
         items = self._items(base, target.slice)
+        self._check_parallel_index(base, items)
         if any(it[0] != "idx" for it in items):
             raise self.error(
                 f"assigning a region of '{base.py_name}' is not supported; "
@@ -796,6 +801,14 @@ class _Translator:
             self._static_block(body if cond else orelse)
             return
         self.emit(f"if {self._cond(cond)} {{")
+        self.parallel_guards += 1
+        try:
+            self._branches(body, orelse)
+        finally:
+            self.parallel_guards -= 1
+
+    def _branches(self, body: List[ast.stmt],
+                  orelse: List[ast.stmt]) -> None:
         self.block(body)
         while orelse:
             if len(orelse) == 1 and isinstance(orelse[0], ast.If):
@@ -888,6 +901,9 @@ class _Translator:
                              f"binds {len(targets)} names")
         extents = ", ".join(self.r(a) for a in spec.args)
         irs = [self.names.fresh(x.id) for x in targets]  # type: ignore
+        for ir, extent in zip(irs, spec.args):
+            if isinstance(extent, int) and not isinstance(extent, bool):
+                self.parallel_extents[ir] = int(extent)
         self.emit(f"parallel ({', '.join(irs)}) in ({extents}) {{")
         self.depth += 1
         self.in_parallel += 1
@@ -1058,6 +1074,33 @@ class _Translator:
             raise KilnSourceError("a Python sequence cannot be indexed by a "
                                   "kernel value")
         return base[index]
+
+    def _check_parallel_index(self, buf: Buffer, items: List[Tuple]) -> None:
+        """A tile stored to, outside any `if` of the T.Parallel body, at the
+        loop's own variable over more iterations than the tile has
+        elements: the extra iterations would store nothing (Kiln clips
+        them; TileLang leaves them undefined), which is never what the
+        program means (TileLang's attention-sink examples size a fragment
+        by heads and fill it over block_M, then read it over block_M). A
+        located error. (Reads are not checked: `T.if_then_else(i < n,
+        t[i], 0)` reads past a tile on purpose, and reads past one give 0.)"""
+        if not self.in_parallel or self.parallel_guards or \
+                buf.scope == "global":
+            return
+        for d, it in enumerate(items):
+            v = it[1] if it[0] == "idx" else None
+            if not (isinstance(v, E.Expr) and v.kind == "name") or \
+                    d >= len(buf.shape):
+                continue
+            extent = self.parallel_extents.get(v.a)
+            size = buf.shape[d]
+            if isinstance(extent, int) and isinstance(size, int) and \
+                    extent > size:
+                raise KilnSourceError(
+                    f"'{buf.py_name}' has {size} elements along dim {d}, "
+                    f"but the T.Parallel loop stores to it at a variable "
+                    f"of {extent} iterations: size the tile to the loop, "
+                    f"or guard the access (`if i < {size}:`)")
 
     def _items(self, buf: Buffer, node: ast.expr) -> List[Tuple]:
         parts = node.elts if isinstance(node, ast.Tuple) else [node]
