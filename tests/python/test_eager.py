@@ -201,3 +201,28 @@ def test_a_direct_call_takes_python_arithmetic_on_const_dims(rng):
     # The assert runs with the dims' values (not while the call probes).
     with pytest.raises(KilnSourceError, match="each split holds whole"):
         column_group_max(x, 16)
+
+
+@kiln.jit
+def scaled_rows(A, scale: float = 2.0, block: int = 32):
+    # TileLang's dynamic-shape example: T.dynamic dims stay symbolic in the
+    # kernel (bound at launch), T.const ones are compiled in.
+    M = T.dynamic("m")
+    N = T.const("N")
+    A: T.Tensor((M, N), T.float32)
+    B = T.empty((M, N), T.float32)
+    with T.Kernel(T.ceildiv(M, block), threads=64) as bx:
+        for i, j in T.Parallel(block, N):
+            if bx * block + i < M:
+                B[bx * block + i, j] = A[bx * block + i, j] * scale
+    return B
+
+
+def test_dynamic_dims_of_an_eager_function(rng):
+    a = rng.standard_normal((100, 16)).astype(np.float32)
+    b = rng.standard_normal((37, 16)).astype(np.float32)
+    np.testing.assert_array_equal(scaled_rows(a), a * 2)
+    np.testing.assert_array_equal(scaled_rows(b), b * 2)
+    kernel = scaled_rows.compile(N=16)
+    assert "A: f32[m, 16]" in kernel.ir
+    assert len(scaled_rows._cache) == 1  # one kernel for both lengths

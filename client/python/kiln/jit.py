@@ -507,7 +507,7 @@ class JITFunction:
         bound = self.signature().bind(*args, **kwargs).arguments
         spec = self._with_defaults(
             {k: v for k, v in bound.items() if not _is_array(v)})
-        declared = probe_eager(self.func, spec)
+        declared, const_names = probe_eager(self.func, spec)
         consts: Dict[str, int] = {}
         inputs = []
         for name, p in declared:
@@ -525,7 +525,8 @@ class JITFunction:
                     f"{self.func.__name__}: '{p.name}' has {len(shape)} dims; "
                     f"the kernel declares {len(p.shape or ())}")
             for dim, n in zip(p.shape, shape):
-                if isinstance(dim, str):
+                # (A T.dynamic dim is bound at launch, not compiled in.)
+                if isinstance(dim, str) and dim in const_names:
                     if consts.setdefault(dim, int(n)) != int(n):
                         raise KilnArgumentError(
                             f"{self.func.__name__}: dim {dim} is {consts[dim]} "

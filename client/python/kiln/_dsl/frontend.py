@@ -1387,6 +1387,14 @@ class _EagerTranslator(_Translator):
         super().stmt_Assign(node)
 
 
+    def _assign_name(self, name: str, value: Any) -> None:
+        if isinstance(value, E.Symbol) and not self.in_kernel:
+            # `M = T.dynamic("m")` before the kernel: a name for the run-time
+            # dim, as a module's `M = T.symbolic("M")` is.
+            self.scope.vars[name] = (value, "python")
+            return
+        super()._assign_name(name, value)
+
     def stmt_Return(self, node: ast.Return) -> None:
         if self.in_kernel:
             raise self.error("return the outputs after the `with T.Kernel` "
@@ -1441,10 +1449,12 @@ def translate_eager(func: Callable, spec: Dict[str, Any],
     return prim, t.outputs(), t.const_names
 
 
-def probe_eager(func: Callable,
-                spec: Dict[str, Any]) -> List[Tuple[str, Param]]:
-    """The input parameters of an eager function, T.const dims symbolic."""
-    return _EagerTranslator(func, spec, None).probe()
+def probe_eager(func: Callable, spec: Dict[str, Any]
+                ) -> Tuple[List[Tuple[str, Param]], List[str]]:
+    """The input parameters of an eager function (a T.const dim named in
+    its shape), and the T.const names (other named dims are T.dynamic)."""
+    t = _EagerTranslator(func, spec, None)
+    return t.probe(), list(t.const_names)
 
 
 def _param_text(p: Param) -> str:
