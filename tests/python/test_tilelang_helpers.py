@@ -294,3 +294,26 @@ def test_a_guarded_store_into_a_smaller_tile(backend):
     want = np.zeros(64, np.float32)
     want[:4] = 2 * bias
     np.testing.assert_array_equal(got, want)
+
+
+@kiln.jit(out_idx=[-1])
+def copy_by_bounds(n, block=64):
+    # Slice bounds held in names (TileLang's persistent MLA decode:
+    # `T.copy(KV[b, kv_start:kv_end, h, :], S)`): the extent is the
+    # difference of their values.
+    @T.prim_func
+    def main(A: T.Tensor((n, 8), "float32"), B: T.Tensor((n, 8), "float32")):
+        with T.Kernel(T.ceildiv(n, block), threads=64) as bx:
+            s = T.alloc_shared((block, 8), "float32")
+            start = bx * block
+            end = (bx + 1) * block
+            T.copy(A[start:end, :], s)
+            T.copy(s, B[start:end, :])
+    return main
+
+
+def test_slice_bounds_held_in_lets(backend):
+    k = copy_by_bounds(200)
+    assert "copy A[start:+64, :] -> s" in k.ir
+    a = np.random.default_rng(2).standard_normal((200, 8)).astype(np.float32)
+    np.testing.assert_array_equal(k(a), a)

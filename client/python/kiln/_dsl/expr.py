@@ -522,6 +522,26 @@ def difference(b: Any, a: Any) -> Any:
     return _from_poly(pb, atoms)
 
 
+def substitute(e: Any, values: Dict[str, Expr], depth: int = 0) -> Any:
+    """``e`` with every name in ``values`` replaced by its value (itself
+    substituted: a let defined from earlier lets)."""
+    if not isinstance(e, Expr) or depth > 64:
+        return e
+    if e.kind == "name":
+        v = values.get(e.a)
+        return e if v is None else substitute(v, values, depth + 1)
+    if e.kind == "bin":
+        return Expr("bin", e.a, substitute(e.b, values, depth),
+                    substitute(e.c, values, depth), ty=e.ty)
+    if e.kind in ("un", "cast"):
+        return Expr(e.kind, e.a, substitute(e.b, values, depth), e.c, ty=e.ty)
+    if e.kind in ("call", "load"):
+        args = [substitute(x, values, depth) for x in e.b]
+        return Expr(e.kind, e.a, tuple(args) if isinstance(e.b, tuple)
+                    else args, e.c, ty=e.ty)
+    return e
+
+
 def names_in(e: Any, out: Optional[List[Expr]] = None) -> List[Expr]:
     """Every name node of ``e`` (symbols, tunables, variables)."""
     out = [] if out is None else out

@@ -122,6 +122,12 @@ class Buffer:
     def dtype(self) -> str:
         return self.dtype_ir
 
+    @property
+    def data(self) -> Any:
+        raise KilnSourceError(
+            f"'{self.py_name}.data': buffer views (T.Tensor(shape, dtype, "
+            "buf.data)) are not supported; index or slice the buffer itself")
+
     def _kiln_expr(self) -> E.Expr:
         raise KilnSourceError(
             f"'{self.py_name}' is a whole {self.scope} buffer used as a "
@@ -272,6 +278,9 @@ class _Translator:
         # open inside a T.Parallel body (_check_parallel_index).
         self.parallel_extents: Dict[str, int] = {}
         self.parallel_guards = 0
+        # Let names (IR) -> their values: a slice's extent is simplified
+        # through them (`kv_start:kv_end`, both lets).
+        self.let_values: Dict[str, E.Expr] = {}
         self.in_kernel = False
         # Each T.Kernel block: (launch text, its lines).
         self.parts: List[Tuple[str, List[List]]] = []
@@ -724,6 +733,7 @@ class _Translator:
             return
         ir = self.names.fresh(name)
         self.emit(f"let {ir} = {self.r(value)}")
+        self.let_values[ir] = E.as_expr(value)
         self.bind(name, E.Expr("name", ir, ty=value.ty), "let")
 
     def stmt_AugAssign(self, node: ast.AugAssign) -> None:

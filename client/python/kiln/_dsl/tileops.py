@@ -141,6 +141,13 @@ def region(t: "_Translator", value: Any, what: str,
         lo = 0 if lo is None else lo
         hi = dim if hi is None else hi
         extent = E.difference(hi, lo)
+        if not isinstance(extent, int):
+            # Bounds held in lets (`kv_start:kv_end`): their difference
+            # through the lets' values may be a constant.
+            through = E.difference(E.substitute(hi, t.let_values),
+                                   E.substitute(lo, t.let_values))
+            if isinstance(through, int):
+                extent = through
         if isinstance(extent, int) and extent <= 0:
             raise KilnSourceError(f"{what}: the slice {lo}:{hi} of "
                                   f"'{buf.py_name}' is empty")
