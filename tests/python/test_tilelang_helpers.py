@@ -317,3 +317,39 @@ def test_slice_bounds_held_in_lets(backend):
     assert "copy A[start:+64, :] -> s" in k.ir
     a = np.random.default_rng(2).standard_normal((200, 8)).astype(np.float32)
     np.testing.assert_array_equal(k(a), a)
+
+
+@kiln.jit(out_idx=[-1])
+def persistent_scale(m, n, bm=16, bn=32, blocks=3):
+    # TileLang's persistent GEMM walk: `blocks` blocks take the tiles of a
+    # [m_blocks, n_blocks] domain in waves (ragged edges, a wave only
+    # partly full).
+    @T.prim_func
+    def main(A: T.Tensor((m, n), "float32"), B: T.Tensor((m, n), "float32")):
+        with T.Kernel(blocks, threads=64) as block_id:
+            t = T.alloc_fragment((bm, bn), "float32")
+            for bx, by in T.Persistent(
+                    [T.ceildiv(m, bm), T.ceildiv(n, bn)], blocks, block_id):
+                T.copy(A[bx * bm, by * bn], t)
+                for i, j in T.Parallel(bm, bn):
+                    t[i, j] = t[i, j] * 2 + bx * 100 + by
+                T.copy(t, B[bx * bm, by * bn])
+    return main
+
+
+def test_persistent_walk_visits_every_tile_once(backend):
+    m, n = 70, 100  # 5 x 4 tiles over 3 blocks: 7 waves, the last partial
+    a = np.random.default_rng(4).standard_normal((m, n)).astype(np.float32)
+    got = persistent_scale(m, n)(a)
+    rows = np.arange(m)[:, None] // 16
+    cols = np.arange(n)[None, :] // 32
+    np.testing.assert_allclose(got, a * 2 + rows * 100 + cols, rtol=1e-6)
+    ir = persistent_scale(m, n).ir
+    assert "for wave in serial(7) {" in ir
+    with pytest.raises(kiln.KilnSourceError, match="binds one name per dim"):
+        @T.prim_func
+        def bad(A: T.Tensor((N,), "float32")):
+            with T.Kernel(2, threads=32) as b:
+                for x in T.Persistent([4, 4], 2, b):
+                    A[x] = 0.0
+        bad.ir

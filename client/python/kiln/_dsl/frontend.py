@@ -874,6 +874,9 @@ class _Translator:
         if spec.kind == "parallel":
             self._parallel(node, spec)
             return
+        if spec.kind == "persistent":
+            self._persistent(node, spec)
+            return
         if not isinstance(node.target, ast.Name):
             raise self.error("the loop variable must be a single name")
         if self.in_parallel and spec.kind == "pipelined":
@@ -892,6 +895,59 @@ class _Translator:
             self.bind(node.target.id, E.Expr("name", ir, ty="int"), "loop")
             for s in node.body:
                 self.stmt(s)
+        finally:
+            self.scope = self.scope.parent  # type: ignore[assignment]
+            self.depth -= 1
+        self.emit("}")
+
+    def _persistent(self, node: ast.For, spec: LoopSpec) -> None:
+        """T.Persistent: a serial loop over waves; in wave w this block's
+        tile is w * wave_size + index, skipped past the domain's last,
+        its coordinates row-major over the domain (language/__init__.py)."""
+        from kiln import language as T
+        domain, wave, index = spec.args
+        t = node.target
+        targets = [t] if isinstance(t, ast.Name) else \
+            list(t.elts) if isinstance(t, (ast.Tuple, ast.List)) else []
+        if not domain or len(targets) != len(domain) or \
+                not all(isinstance(x, ast.Name) for x in targets):
+            raise self.error(f"T.Persistent over {len(domain)} dims binds "
+                             f"one name per dim")
+        if self.in_parallel:
+            raise self.error("T.Persistent cannot run inside T.Parallel")
+        total: Any = 1
+        for d in domain:
+            total = total * d
+        waves = T.ceildiv(total, wave)
+        w = self.names.fresh("wave")
+        self.emit(f"for {w} in serial({self.r(waves)}) {{")
+        self.depth += 1
+        self.scope = _Scope(self.scope)
+        try:
+            tile = self.names.fresh("tile")
+            self.emit(f"let {tile} = {self.r(E.Expr('name', w, ty='int') * wave + index)}")
+            tile_e = E.Expr("name", tile, ty="int")
+            self.emit(f"if {self._cond(tile_e < total)} {{")
+            self.depth += 1
+            # Row-major: dim i's stride is the product of the later dims;
+            # the first coordinate needs no modulo (the tile is in range).
+            strides: List[Any] = [1] * len(domain)
+            for i in range(len(domain) - 2, -1, -1):
+                strides[i] = strides[i + 1] * domain[i + 1]
+            coords = []
+            for i, d in enumerate(domain):
+                c = tile_e if _is_one(strides[i]) else \
+                    T.floordiv(tile_e, strides[i])
+                coords.append(c if i == 0 else T.floormod(c, d))
+            for x, c in zip(targets, coords):
+                ir = self.names.fresh(x.id)  # type: ignore[attr-defined]
+                self.emit(f"let {ir} = {self.r(c)}")
+                self.bind(x.id, E.Expr("name", ir, ty="int"),  # type: ignore
+                          "loop")
+            for s_ in node.body:
+                self.stmt(s_)
+            self.depth -= 1
+            self.emit("}")
         finally:
             self.scope = self.scope.parent  # type: ignore[assignment]
             self.depth -= 1
@@ -1474,6 +1530,10 @@ def _param_text(p: Param) -> str:
     if p.strides:
         text += f" strides [{', '.join(p.strides)}]"
     return text
+
+
+def _is_one(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v == 1
 
 
 def _scalar(v: Any) -> Any:

@@ -275,6 +275,18 @@ def Unroll(start: Any, stop: Any = None, step: Any = None,  # noqa: N802
     return LoopSpec("unroll", _range(start, stop))
 
 
+def Persistent(domain: Sequence[Any], wave_size: Any, index: Any,  # noqa: N802
+               group_size: Any = 8) -> LoopSpec:
+    """``for bx, by in T.Persistent([m_blocks, n_blocks], sm_num, block_id):``
+    a persistent kernel's walk: block ``index`` of ``wave_size`` takes tiles
+    ``index``, ``index + wave_size``, ... of the domain (row-major, the
+    last coordinate fastest) until every tile is taken; the loop binds one
+    name per domain dim. ``group_size`` (TileLang's L2 grouping of the
+    order) is accepted and not used: every tile is visited once either
+    way."""
+    return LoopSpec("persistent", (tuple(domain), wave_size, index))
+
+
 serial = Serial
 unroll = Unroll
 vectorized = Parallel
