@@ -76,6 +76,19 @@ absl::Status Emitter::EmitReduce(const ReduceStmt& r, const Loc& loc) {
     Line(*s);
     return absl::OkStatus();
   };
+  // Declares kiln_v and combines into it, in order, the `parts` partials in
+  // the scratch of one row (partial k at `at(k)`); `unroll`: the loop is
+  // unrolled (a loop inside a per-register loop).
+  auto combine_partials =
+      [&](const std::string& k, int64_t parts,
+          const std::function<std::string(const std::string&)>& at,
+          bool unroll) {
+        Line(acc_type + " kiln_v = " + init + ";");
+        if (unroll) Line("#pragma unroll");
+        Line(StrCat("for (int ", k, " = 0; ", k, " < ", parts, "; ++", k,
+                    ") kiln_v = ", op_name, "()(kiln_v, (", acc_type,
+                    ")kiln_scr[", at(k), "]);"));
+      };
   // After a barrier: one thread per row of dst combines the row's `parts`
   // partials in the scratch (partial k of row rr at `at(k_var, rr_var)`),
   // then finishes it into dst.
@@ -88,10 +101,8 @@ absl::Status Emitter::EmitReduce(const ReduceStmt& r, const Loc& loc) {
     vars_[rr] = {rr, Type::Int()};
     Open(StrCat("for (int ", rr, " = threadIdx.x; ", rr, " < ", rows, "; ", rr,
                 " += ", threads_, ")"));
-    Line(acc_type + " kiln_v = " + init + ";");
-    Line(StrCat("for (int ", k, " = 0; ", k, " < ", parts, "; ++", k,
-                ") kiln_v = ", op_name, "()(kiln_v, (", acc_type, ")kiln_scr[",
-                at(k, rr), "]);"));
+    combine_partials(
+        k, parts, [&](const std::string& kv) { return at(kv, rr); }, false);
     KILN_GPU_RETURN_IF_ERROR(
         finish(dst->Indices({Expr::Var(rr)}, false), "kiln_v"));
     Close();
@@ -174,11 +185,12 @@ absl::Status Emitter::EmitReduce(const ReduceStmt& r, const Loc& loc) {
       Line(StrCat("const long long ", row, " = ", dst->buf->layout, "::row(", q,
                   ");"));
       vars_[row] = {row, Type::Int()};
-      Line(acc_type + " kiln_v = " + init + ";");
-      Line("#pragma unroll");
-      Line(StrCat("for (int kiln_w = 0; kiln_w < ", rf.warps_n,
-                  "; ++kiln_w) kiln_v = ", op_name, "()(kiln_v, (", acc_type,
-                  ")kiln_scr[kiln_w * ", rf.m, " + ", row, "]);"));
+      combine_partials(
+          "kiln_w", rf.warps_n,
+          [&](const std::string& w) {
+            return StrCat(w, " * ", rf.m, " + ", row);
+          },
+          true);
       std::string saved_q = row_q_, saved_var = row_var_;
       row_q_ = q;
       row_var_ = row;
