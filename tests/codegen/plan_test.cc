@@ -8,7 +8,7 @@
 //   inline bounds, min(ceildiv) or ceildiv(min), and the Python DSL's IR of
 //   the TileLang wording, tests/python/goldens/) plans the same on every
 //   GPU target, and that plan matches plan_golden/NAME.TARGET.plan;
-// - plan goldens of the corpus GEMMs and attention kernels.
+// - plan goldens of the corpus GEMMs, attention and paged decode kernels.
 // KILN_UPDATE_GOLDENS=1 rewrites the goldens instead of comparing.
 #include <filesystem>
 #include <map>
@@ -253,30 +253,55 @@ TEST(RingPlanTest, AGemmMainLoopRingsBothTilesWithAWholeTileVersion) {
   EXPECT_THAT(*hopper, Not(HasSubstr("second version")));
 }
 
+// B's start is a let over the loop variable, and (a page index) an element
+// of a tensor the kernel only reads.
+std::string PageLikeGemm() {
+  return Gemm("    copy B[k * 32:+32, bx * 128:+128] -> B_shared",
+              "    let kb = k * 32\n"
+              "    let row = i32(A[0, k]) + kb\n"
+              "    copy B[row:+32, bx * 128:+128] -> B_shared");
+}
+
+// B's start depends on an element of C, which the kernel writes.
+std::string StaleStartGemm() {
+  return Gemm("    copy B[k * 32:+32, bx * 128:+128] -> B_shared",
+              "    let kb = i32(C[0, k]) * 32\n"
+              "    copy B[kb:+32, bx * 128:+128] -> B_shared");
+}
+
 TEST(RingPlanTest, LetsBeforeARingCopyAreEvaluatedAhead) {
   // B's start is a let over the loop variable, and (a page index) an
   // element of a tensor the kernel only reads: each issue evaluates them
   // for the iteration it loads. The loop is no longer only ring copies and
   // gemms (no whole-tile version).
-  auto plan = PlanOf(Gemm("    copy B[k * 32:+32, bx * 128:+128] -> B_shared",
-                          "    let kb = k * 32\n"
-                          "    let row = i32(A[0, k]) + kb\n"
-                          "    copy B[row:+32, bx * 128:+128] -> B_shared"),
-                     "sm_80");
+  auto plan = PlanOf(PageLikeGemm(), "sm_80");
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_THAT(*plan, HasSubstr("  tiles           A_shared, B_shared\n"
                                "  loaded ahead    kb, row\n"));
   EXPECT_THAT(*plan, Not(HasSubstr("second version")));
 }
 
+TEST(RingPlanTest, TheTmaProducerEvaluatesThoseLetsForEachIteration) {
+  // The same page-like start on Hopper: the producer reads A[0, k] for the
+  // iteration it loads, so the loop keeps its TMA ring.
+  auto plan = PlanOf(PageLikeGemm(), "sm_90a");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_THAT(*plan, HasSubstr("warp-specialised TMA ring over loop k"));
+  EXPECT_THAT(*plan, HasSubstr("  per iteration   kb, row\n"));
+  EXPECT_THAT(*plan, HasSubstr("  loaded ahead    kb, row\n"
+                               "  fallback of     the TMA ring\n"));
+  // An element of a tensor the kernel writes could be stale when read
+  // ahead: no producer, no TMA ring.
+  auto stale = PlanOf(StaleStartGemm(), "sm_90a");
+  ASSERT_TRUE(stale.ok()) << stale.status();
+  EXPECT_THAT(*stale, HasSubstr("pipeline          as written"));
+}
+
 TEST(RingPlanTest, ACopyTheRingCannotIssueAheadStaysInTheBody) {
   // B's start depends on an element of C, which the kernel writes (a
   // value read ahead could be stale): A still rings, B is copied in the
   // body.
-  auto plan = PlanOf(Gemm("    copy B[k * 32:+32, bx * 128:+128] -> B_shared",
-                          "    let kb = i32(C[0, k]) * 32\n"
-                          "    copy B[kb:+32, bx * 128:+128] -> B_shared"),
-                     "sm_80");
+  auto plan = PlanOf(StaleStartGemm(), "sm_80");
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_THAT(*plan, HasSubstr("  tiles           A_shared\n"));
   EXPECT_THAT(*plan, Not(HasSubstr("loaded ahead")));
@@ -1018,7 +1043,13 @@ INSTANTIATE_TEST_SUITE_P(
                    {{"BM", 64}, {"BN", 64}, {"STAGES", 2}}},
         CorpusPlan{"flash_attention_fwd",
                    "flash_attention_fwd",
-                   {{"BM", 64}, {"BN", 64}, {"STAGES", 2}}}),
+                   {{"BM", 64}, {"BN", 64}, {"STAGES", 2}}},
+        CorpusPlan{"mla_decode",
+                   "mla_decode_split",
+                   {{"BN", 64}, {"STAGES", 2}, {"H", 128}}},
+        CorpusPlan{"paged_decode",
+                   "paged_decode_split",
+                   {{"BH", 64}, {"BN", 64}, {"STAGES", 4}}}),
     [](const ::testing::TestParamInfo<CorpusPlan>& info) {
       return testing::TestNameOf(info.param.kernel);
     });

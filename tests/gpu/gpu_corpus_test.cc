@@ -296,6 +296,27 @@ std::vector<Case> Cases() {
        {{"BlockTable", {0, 29}}, {"Lens", {0, 768}}},
        {},
        "h128"},
+      // Warp-specialised on sm_90a (the producer reads each chunk's page
+      // from the block table and loads it by TMA, two stages ahead of
+      // 64-token chunks): 128 heads over ragged lengths in pages of one
+      // chunk, and 16 heads in pages of 32 tokens (a chunk's rows past its
+      // page arrive as zeros and are masked).
+      {"mla_decode.tile",
+       "mla_decode_split",
+       {{"BN", 64}, {"STAGES", 2}},
+       {{"B", 3}, {"H", 128}, {"P", 40}, {"PS", 64}, {"MAXP", 12}, {"NS", 2}},
+       {{"sm_scale", kScale * 0.5}},
+       {{"BlockTable", {0, 39}}, {"Lens", {0, 768}}},
+       {},
+       "bn64"},
+      {"mla_decode.tile",
+       "mla_decode_split",
+       {{"BN", 64}, {"STAGES", 2}},
+       {{"B", 3}, {"H", 16}, {"P", 40}, {"PS", 32}, {"MAXP", 12}, {"NS", 3}},
+       {{"sm_scale", kScale * 0.5}},
+       {{"BlockTable", {0, 39}}, {"Lens", {0, 384}}},
+       {},
+       "ps32"},
       {"mla_decode.tile",
        "mla_decode_combine",
        {{"BH", 8}},

@@ -279,6 +279,7 @@ def test_paged_decode_split_kv(page, block_n, splits):
 
 
 @pytest.mark.parametrize("heads,splits,block_n,stages", [(128, 1, 64, 1),
+                                                         (128, 2, 64, 2),
                                                          (16, 4, 32, 2)])
 def test_mla_decode_paged_on_cuda(heads, splits, block_n, stages):
     # TileLang's paged MLA decode as written (one latent KV of 512 + 64

@@ -2,6 +2,7 @@
 
 #include "compiler/codegen/cuda/device_headers.h"
 #include "compiler/codegen/cuda/nvrtc.h"
+#include "compiler/codegen/gpu/kernel_plan.h"
 #include "compiler/codegen/gpu/render.h"
 #include "compiler/ir/format.h"
 #include "compiler/target.h"
@@ -51,8 +52,18 @@ absl::StatusOr<std::string> CudaToolchainIdentity(std::string_view target) {
                 cuda::DeviceHeadersHash().substr(0, 16));
 }
 
-absl::StatusOr<CudaArtifact> GenerateCudaSource(const Kernel& k,
-                                                const CudaCodegenOptions& o) {
+namespace {
+
+// What GenerateCuda may change in the plan after ptxas spilled.
+struct Respill {
+  int producer_regs = 0;  // > 0: the warp-specialised producer's registers
+  bool warp_specialise = true;
+};
+
+// GenerateCudaSource with the plan changed as `respill` says.
+absl::StatusOr<CudaArtifact> RenderCuda(const Kernel& k,
+                                        const CudaCodegenOptions& o,
+                                        const Respill& respill) {
   if (!IsCudaTarget(o.target)) {
     return absl::InvalidArgumentError("not a CUDA target: " + o.target);
   }
@@ -64,6 +75,8 @@ absl::StatusOr<CudaArtifact> GenerateCudaSource(const Kernel& k,
   ro.max_shared_bytes = t.max_shared_bytes;
   if (!t.clusters) ro.clusters_need = "thread block clusters (sm_90)";
   ro.plan = o.plan;
+  ro.producer_regs = respill.producer_regs;
+  ro.warp_specialise = respill.warp_specialise;
   auto r = gpu::RenderKernel(k, CudaDialect(o.target), ro);
   if (!r.ok()) return r.status();
   CudaArtifact out;
@@ -71,13 +84,49 @@ absl::StatusOr<CudaArtifact> GenerateCudaSource(const Kernel& k,
   return out;
 }
 
+}  // namespace
+
+absl::StatusOr<CudaArtifact> GenerateCudaSource(const Kernel& k,
+                                                const CudaCodegenOptions& o) {
+  return RenderCuda(k, o, Respill{});
+}
+
 absl::StatusOr<CudaArtifact> GenerateCuda(const Kernel& k,
                                           const CudaCodegenOptions& o) {
-  auto out = GenerateCudaSource(k, o);
+  auto out = RenderCuda(k, o, Respill{});
   if (!out.ok()) return out.status();
   auto bin = cuda::CompileToCubin(out->source, out->entry + ".cu",
                                   CudaArch(o.target), o.want_ptx);
   if (!bin.ok()) return bin.status();
+  // Where ptxas spilled a warp-specialised kernel, it is compiled again,
+  // first with the producer (one thread issuing TMA) giving back all the
+  // registers it can (MLA decode: 24 bytes of spills at 232 registers per
+  // consumer thread, none at 240), then without the producer (one 128-row
+  // attention warpgroup with P in shared memory spills 100 bytes beside
+  // its producer, none on its own); the version with the fewest spill
+  // stores is kept.
+  auto retry = [&](const Respill& r) -> absl::Status {
+    auto again = RenderCuda(k, o, r);
+    if (!again.ok()) return again.status();
+    auto bin2 = cuda::CompileToCubin(again->source, again->entry + ".cu",
+                                     CudaArch(o.target), o.want_ptx);
+    if (!bin2.ok()) return bin2.status();
+    if (bin2->ptxas.spill_stores < bin->ptxas.spill_stores) {
+      out = std::move(again);
+      bin = std::move(bin2);
+    }
+    return absl::OkStatus();
+  };
+  if (bin->ptxas.spill_stores > 0 &&
+      out->producer_regs > gpu::kMinProducerRegs) {
+    if (absl::Status st = retry(Respill{gpu::kMinProducerRegs, true});
+        !st.ok()) {
+      return st;
+    }
+  }
+  if (bin->ptxas.spill_stores > 0 && out->warp_specialised) {
+    if (absl::Status st = retry(Respill{0, false}); !st.ok()) return st;
+  }
   out->cubin = std::move(bin->cubin);
   out->ptx = std::move(bin->ptx);
   out->nvrtc_log = std::move(bin->log);

@@ -70,6 +70,15 @@ std::string PrintPlan(const KernelPlan& p) {
       for (const LetStmt* l : ws.producer_lets) names.push_back(l->name);
       StrAppend(&s, "  producer lets   ", Join(names), "\n");
     }
+    if (l.producer_regs > 0) {
+      StrAppend(&s, "  producer regs   ", l.producer_regs,
+                " (ptxas spilled at the default)\n");
+    }
+    if (!ws.loop_lets.empty()) {
+      std::vector<std::string> names;
+      for (const LetStmt* l : ws.loop_lets) names.push_back(l->name);
+      StrAppend(&s, "  per iteration   ", Join(names), "\n");
+    }
     if (ws.overlap) {
       // (No statement indices: they are spelling, not plan.)
       StrAppend(&s, "  overlap         the gemm into ", ws.overlap->g1_acc,

@@ -54,7 +54,21 @@ struct LaunchPlan {
   // __launch_bounds__' minimum blocks per multiprocessor; 0: none given
   // (memory-bound kernels: ptxas chooses registers for occupancy).
   int min_blocks = 1;
+  // Warp-specialised blocks of more than 256 threads: the producer's
+  // registers per thread after setmaxnreg (it issues TMA only); the
+  // consumers share what it gives back. 0: the default, 40 (56 for a
+  // multicast pair). CUDA code generation renders again with the minimum,
+  // 24, where ptxas spilled at the default (GenerateCuda).
+  int producer_regs = 0;
 };
+
+// The producer's registers per thread after setmaxnreg (LaunchPlan).
+inline int ProducerRegs(const LaunchPlan& l) {
+  if (l.producer_regs > 0) return l.producer_regs;
+  // (The multicast loads of a cluster pair need a few more.)
+  return l.cluster_x > 1 ? 56 : 40;
+}
+constexpr int kMinProducerRegs = 24;  // setmaxnreg's least
 
 // A fused ring loop software-pipelined by one gemm (FA3's intra-warpgroup
 // overlap): statements [0, prefix_end) of `stmts` (the body without its ring
@@ -101,6 +115,11 @@ struct WarpSpecialisedPlan {
   // from parameters, block indices and elements of tensors the kernel never
   // writes): the producer evaluates them at the top of each tile.
   std::vector<const LetStmt*> producer_lets;
+  // Lets of the loop's body the ring copies' starts name (a page index
+  // read from a block table), over the loop variable and the producer's
+  // names: the producer evaluates them for each iteration it loads. In
+  // body order.
+  std::vector<const LetStmt*> loop_lets;
   // A fused body with registers to spare is software-pipelined.
   std::optional<OverlapPlan> overlap;
 };

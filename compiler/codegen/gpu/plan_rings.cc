@@ -16,15 +16,17 @@
 //      region's two free dims the tile's, the innermost contiguous; a
 //      rank-1 tile is one such row, its region's one free dim the
 //      innermost: a row of per-row statistics such as attention's Lse).
-// 3. `tma`: the loop is the warp-specialised one and every copy from a
-//    tensor in its body is in the ring (the producer's TMA ring takes it;
-//    this ring stays its fallback).
+// 3. `tma`: the loop is the warp-specialised one, every copy from a
+//    tensor in its body is in the ring and the producer evaluates the lets
+//    the ring's copies need (the producer's TMA ring takes it; this ring
+//    stays its fallback).
 // 4. The whole-tile version (targets with dialect.whole_tile_loops): not a
 //    TMA ring's fallback, a body of ring copies and gemms only (in a fused
 //    loop the interleaved straight-line copies lengthen live ranges across
 //    the softmax and spill), each ring copy's starts affine in the loop
 //    variable (whole at the first and last iteration means whole at every
 //    one).
+#include <algorithm>
 #include <functional>
 
 #include "compiler/codegen/gpu/kernel_source_internal.h"
@@ -130,8 +132,13 @@ struct RingPlanner {
       internal::ExprUses(l->value, &needed);
       ring.lets.insert(ring.lets.begin(), l);
     }
-    // (The TMA producer evaluates no lets.)
-    ring.tma = &f == plan->ws.loop && ring.lets.empty() && !has_row_tile &&
+    // (The TMA producer evaluates the lets it planned: ws.loop_lets.)
+    bool producer_lets = true;
+    for (const LetStmt* l : ring.lets) {
+      const std::vector<const LetStmt*>& own = plan->ws.loop_lets;
+      producer_lets &= std::find(own.begin(), own.end(), l) != own.end();
+    }
+    ring.tma = &f == plan->ws.loop && producer_lets && !has_row_tile &&
                static_cast<int>(ring.copies.size()) == tensor_copies;
     bool affine = true;
     for (const CopyStmt* c : ring.copies) {

@@ -1,5 +1,7 @@
 #include "compiler/codegen/gpu/render.h"
 
+#include <optional>
+
 #include "compiler/codegen/gpu/fragment_plan.h"
 #include "compiler/codegen/gpu/kernel_source.h"
 #include "compiler/codegen/gpu/plan_kernel.h"
@@ -21,11 +23,19 @@ absl::StatusOr<RenderedKernel> RenderKernel(const Kernel& k,
     }
   }
   absl::StatusOr<KernelPlan> planned;
-  if (o.plan == nullptr) {
-    planned = PlanKernel(k, dialect);
+  const KernelPlan* given = o.warp_specialise ? o.plan : nullptr;
+  if (given == nullptr) {
+    GpuDialect d = dialect;
+    d.tma = d.tma && o.warp_specialise;
+    planned = PlanKernel(k, d);
     if (!planned.ok()) return planned.status();
   }
-  const KernelPlan& plan = o.plan != nullptr ? *o.plan : *planned;
+  std::optional<KernelPlan> changed;
+  if (o.producer_regs > 0) {
+    changed = given != nullptr ? *given : *planned;
+    changed->launch.producer_regs = o.producer_regs;
+  }
+  const KernelPlan& plan = changed ? *changed : given ? *given : *planned;
   auto src = EmitKernelSource(k, plan, dialect);
   if (!src.ok()) return src.status();
   if (src->shared_bytes + src->static_shared_bytes > o.max_shared_bytes) {
@@ -39,6 +49,10 @@ absl::StatusOr<RenderedKernel> RenderKernel(const Kernel& k,
   out.source = std::move(src->source);
   out.entry = src->entry;
   out.shared_bytes = src->shared_bytes;
+  out.warp_specialised = plan.WarpSpecialised();
+  if (plan.WarpSpecialised() && src->launch_threads > 256) {
+    out.producer_regs = ProducerRegs(plan.launch);
+  }
   for (const auto& [tile, layout] : plan.fragments.Describe()) {
     StrAppend(&out.layouts, tile, ": ", layout, "\n");
   }

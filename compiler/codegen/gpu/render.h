@@ -26,6 +26,12 @@ struct RenderOptions {
   // The kernel's plan, made by the pipeline's `plan` pass for this very
   // kernel (it points into it); null: planned here.
   const KernelPlan* plan = nullptr;
+  // > 0: the warp-specialised producer's registers (LaunchPlan), instead
+  // of the plan's.
+  int producer_regs = 0;
+  // false: planned here without the TMA producer (as where the dialect
+  // has no TMA), whatever `plan` says.
+  bool warp_specialise = true;
 };
 
 struct RenderedKernel {
@@ -35,6 +41,10 @@ struct RenderedKernel {
   std::string layouts;   // "TILE: LAYOUT" lines (fragment_plan.h)
   std::string plan;      // the KernelPlan, printed (kernel_plan.h)
   int64_t shared_bytes = 0;
+  bool warp_specialised = false;
+  // A warp-specialised kernel whose warpgroups rebalance registers: the
+  // producer's (LaunchPlan::producer_regs, resolved); else 0.
+  int producer_regs = 0;
 };
 
 // Plans the kernel (plan_kernel.h), then renders the plan.

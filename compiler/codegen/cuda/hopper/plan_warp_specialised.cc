@@ -11,11 +11,15 @@
 // 2. The first top-level pipelined loop with 2 to 8 stages whose copies
 //    from tensors are whole tiles into wgmma operand tiles written by that
 //    copy alone (TMA boxes of at most 256 rows, starts the producer can
-//    evaluate, each copied before the body reads it), whose gemms
-//    accumulate into warpgroup registers, and whose other statements write
-//    no shared memory (the consumers pass no barrier per iteration; a row
-//    reduction across warps would go through shared scratch) becomes the
-//    ring. `fused`: the body does more than accumulate gemms.
+//    evaluate, each copied before the body reads it) and whose gemms
+//    accumulate into warpgroup registers becomes the ring. The starts may
+//    name the loop variable and the body's lets before the copy over it
+//    and the producer's names (a page index read from a block table the
+//    kernel never writes): the producer evaluates those lets for each
+//    iteration it loads (`loop_lets`). `fused`: the body does more than
+//    accumulate gemms; its other statements may write shared memory (the
+//    operand of a second gemm, a row reduction's scratch across column
+//    slices): the consumers then synchronise on their own named barrier.
 // 3. Preloads (persistent kernels): top-level copies before the loop, of
 //    the same kind, into tiles that no other top-level statement than the
 //    loop touches.
@@ -48,12 +52,9 @@ std::set<std::string> ProducerNames(const Kernel& k) {
   return allowed;
 }
 
-// The top-level lets before `loop` the producer can evaluate (step 1), in
-// body order; their names are added to `allowed`.
-std::vector<const LetStmt*> ProducerLets(const Kernel& k,
-                                         const FragmentPlan& frag,
-                                         const Stmt* loop,
-                                         std::set<std::string>* allowed) {
+// The tensors the kernel writes.
+std::set<std::string> WrittenTensors(const Kernel& k,
+                                     const FragmentPlan& frag) {
   std::set<std::string> tensors, read, written;
   for (const Param& p : k.params) {
     if (p.is_tensor) tensors.insert(p.name);
@@ -63,6 +64,16 @@ std::vector<const LetStmt*> ProducerLets(const Kernel& k,
   };
   for (const Stmt& s : k.body)
     StmtAccesses(s, frag, is_tensor, &read, &written);
+  return written;
+}
+
+// The top-level lets before `loop` the producer can evaluate (step 1), in
+// body order; their names are added to `allowed`.
+std::vector<const LetStmt*> ProducerLets(const Kernel& k,
+                                         const FragmentPlan& frag,
+                                         const Stmt* loop,
+                                         std::set<std::string>* allowed) {
+  const std::set<std::string> written = WrittenTensors(k, frag);
   std::vector<const LetStmt*> lets;
   for (const Stmt& s : k.body) {
     if (&s == loop) break;
@@ -89,10 +100,12 @@ std::vector<const LetStmt*> ProducerLets(const Kernel& k,
 }
 
 // Of `lets`, those the starts of the copies in `b` (and its loops) name,
-// directly or through a later let.
-std::vector<const LetStmt*> NeededLets(const std::vector<const LetStmt*>& lets,
-                                       const Block& b) {
+// directly or through a later let, or through one of `more`.
+std::vector<const LetStmt*> NeededLets(
+    const std::vector<const LetStmt*>& lets, const Block& b,
+    const std::vector<const LetStmt*>& more) {
   std::set<std::string> need;
+  for (const LetStmt* l : more) internal::ExprUses(l->value, &need);
   std::function<void(const Block&)> walk = [&](const Block& body) {
     for (const Stmt& s : body) {
       if (auto* c = std::get_if<CopyStmt>(&s.node)) {
@@ -172,9 +185,11 @@ void PlanWarpSpecialised(const Kernel& k, const GpuDialect& dialect,
   const BufferPred in_smem = [&](const std::string& n) {
     return InSharedMemory(frag, n);
   };
+  const std::set<std::string> written_tensors = WrittenTensors(k, frag);
 
   auto eligible = [&](const LoopFacts& l, bool* fused,
-                      std::vector<std::string>* ring) {
+                      std::vector<std::string>* ring,
+                      std::vector<const LetStmt*>* loop_lets) {
     const ForStmt& f = *l.loop;
     auto stages = PipelineStages(f);
     if (!stages || *stages < 2) return false;
@@ -184,16 +199,31 @@ void PlanWarpSpecialised(const Kernel& k, const GpuDialect& dialect,
     std::set<std::string> names = allowed;
     names.insert(f.var);
     int copies = 0, gemms = 0, others = 0;
-    std::set<std::string> read;  // shared tiles read so far in the body
+    std::set<std::string> read;        // shared tiles read so far in the body
+    std::vector<const LetStmt*> lets;  // the body's lets over `names`
+    std::set<std::string> need;        // names the ring copies' starts use
     for (const Stmt& s : f.body) {
       std::set<std::string> r, w;
       StmtAccesses(s, frag, in_smem, &r, &w);
+      if (auto* let = std::get_if<LetStmt>(&s.node)) {
+        std::set<std::string> used;
+        internal::ExprUses(let->value, &used);
+        bool ok = true;
+        for (const std::string& u : used) {
+          ok &= names.count(u) > 0 && !written_tensors.count(u);
+        }
+        if (ok) {
+          lets.push_back(let);
+          names.insert(let->name);
+        }
+      }
       auto* c = std::get_if<CopyStmt>(&s.node);
       if (c && tma.FromTensor(*c)) {
         // (The stage's loads land before the body runs: a tile read
         // earlier in the body than its copy would see the new data.)
         if (read.count(c->dst.name) || !tma.Eligible(*c, names)) return false;
         ring->push_back(c->dst.name);
+        internal::RegionUses(c->src, &need);
         ++copies;
         continue;
       }
@@ -205,14 +235,13 @@ void PlanWarpSpecialised(const Kernel& k, const GpuDialect& dialect,
         if (g->clear_accum) ++others;
         continue;
       }
-      if (!w.empty()) return false;
-      if (auto* red = std::get_if<ReduceStmt>(&s.node)) {
-        auto rf = frag.registers.find(red->src.name);
-        if (rf != frag.registers.end() && rf->second.warps_n > 1) {
-          return false;
-        }
-      }
       ++others;
+    }
+    // The lets the copies need, with the earlier ones those use.
+    for (size_t i = lets.size(); i-- > 0;) {
+      if (!need.count(lets[i]->name)) continue;
+      internal::ExprUses(lets[i]->value, &need);
+      loop_lets->insert(loop_lets->begin(), lets[i]);
     }
     *fused = others > 0;
     return copies > 0 && gemms > 0;
@@ -235,7 +264,8 @@ void PlanWarpSpecialised(const Kernel& k, const GpuDialect& dialect,
     allowed = names;
     bool fused = false;
     std::vector<std::string> ring;
-    if (!eligible(l, &fused, &ring)) continue;
+    std::vector<const LetStmt*> loop_lets;
+    if (!eligible(l, &fused, &ring, &loop_lets)) continue;
     ws.loop = f;
     ws.stages = *PipelineStages(*f);
     ws.fused = fused;
@@ -244,7 +274,8 @@ void PlanWarpSpecialised(const Kernel& k, const GpuDialect& dialect,
     ws.stop = l.stop;
     ws.ring_tiles = std::move(ring);
     ws.rasterize = rasters;
-    ws.producer_lets = NeededLets(lets, k.body);
+    ws.loop_lets = std::move(loop_lets);
+    ws.producer_lets = NeededLets(lets, k.body, ws.loop_lets);
     return;
   }
 }

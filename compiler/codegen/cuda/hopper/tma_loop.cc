@@ -4,8 +4,9 @@
 // the body only accumulates gemms (a GEMM main loop: each stage's wgmma
 // stay in flight while the next stage is waited for), or it is `fused`:
 // other statements read the gemms' results (attention's softmax), so each
-// gemm is waited for at once; those statements may not write shared
-// memory (the consumers pass no barrier per iteration). A GEMM kernel, and
+// gemm is waited for at once; where those statements write shared memory
+// (a second gemm's operand, a reduction's scratch) the consumers pass their
+// own named barrier. A GEMM kernel, and
 // a fused one over two or more consumer warpgroups, is also persistent (one
 // walk of the tiles per resident block); the fused one's producer also
 // loads, per tile, the tiles copied ahead of the loop that only the loop
@@ -16,7 +17,9 @@
 // named barrier over themselves instead of __syncthreads). One producer
 // thread walks the loop issuing each stage's TMA loads (cp.async.bulk.tensor
 // from runtime-built tensor maps, 128/64/32-byte swizzled panels: the wgmma
-// operand layout) onto the stage's `full` mbarrier; the consumers wait for
+// operand layout; the body's lets the loads' starts name, such as a page
+// index read from a block table, evaluated again for each iteration it
+// loads) onto the stage's `full` mbarrier; the consumers wait for
 // it, issue the stage's wgmma, and release the previous stage's slot on its
 // `empty` mbarrier once those wgmma have completed. Nothing in the loop
 // waits on a block barrier.
@@ -32,16 +35,6 @@
 #include "compiler/codegen/metadata_writer.h"
 
 namespace kiln::compiler::gpu::internal {
-
-namespace {
-
-// Registers per thread after setmaxnreg (multiples of 8): the producer
-// issues TMA only (ptxas allocates the producer's code within them; the
-// multicast loads of a cluster pair need a few more).
-constexpr int kProducerRegs = 40;
-constexpr int kMulticastProducerRegs = 56;
-
-}  // namespace
 
 bool IsTileRegion(const Param& p, const Region& r,
                   const std::vector<int64_t>& dims) {
@@ -83,7 +76,14 @@ absl::Status Emitter::EmitWsConsumer(const ForStmt& f, const LoopRange& range,
       in_flight += DTypeBits(bufs_.at(g->a.name).dtype) == 8 ? 0 : 1;
     }
   }
-  // The producer's copies: per ring tile, one TMA load per panel.
+  // The producer's copies: per ring tile, one TMA load per panel. (Their
+  // starts may name the body's lets that the producer evaluates, declared
+  // here as the body declares them.)
+  for (const LetStmt* l : kp_.ws.loop_lets) {
+    auto val = Value(l->value);
+    if (!val.ok()) return val.status();
+    vars_[l->name] = {Mangle(l->name), val->type};
+  }
   for (const CopyStmt* c : ring) {
     const Buf& b = bufs_.at(c->dst.name);
     absl::StatusOr<TmaCopy> t = MakeTmaCopy(
@@ -517,8 +517,9 @@ absl::Status Emitter::EmitProducer() {
   Line(kp_.launch.cluster_x > 1 ? "kiln::cluster_sync();" : "__syncthreads();");
   const bool rebalance = T + 128 > 256;
   Open(StrCat("if (threadIdx.x >= ", T, ")"));
-  const int64_t producer_regs =
-      kp_.launch.cluster_x > 1 ? kMulticastProducerRegs : kProducerRegs;
+  // (Registers per thread after setmaxnreg, multiples of 8: ptxas
+  // allocates the producer's code within them.)
+  const int64_t producer_regs = ProducerRegs(kp_.launch);
   if (rebalance) Line(StrCat("kiln::regs_dec<", producer_regs, ">();"));
   // (With no TMA copies the loop kept its cp.async ring: nothing to do.)
   if (!ws_copies_.empty() || !ws_pre_copies_.empty()) {
@@ -575,6 +576,13 @@ absl::Status Emitter::EmitProducer() {
     Open(StrCat("for (long long ", v, " = kiln_lo; ", v, " < kiln_hi; ++", v,
                 ", ++kiln_it)"));
     Line(StrCat("const int kiln_slot = kiln_it % ", S, ";"));
+    // The body's lets the loads' starts name, for this iteration.
+    for (const LetStmt* l : kp_.ws.loop_lets) {
+      auto val = Value(l->value);
+      if (!val.ok()) return val.status();
+      Line(StrCat("const ", RegType(val->type), " ", Mangle(l->name), " = ",
+                  val->code, ";"));
+    }
     // Each barrier group: wait until the consumers freed the slot, then
     // expect its bytes and issue its loads.
     auto claim = [&](int g, int64_t bytes) {
