@@ -19,6 +19,7 @@
 
 from kiln import language, math, profiler
 from kiln._client import connect, embedded
+from kiln._dsl.dtypes import DType as DataType  # tilelang.DataType
 from kiln.autotuner import AutoTuner, autotune, set_autotune_inputs
 from kiln.errors import (KilnArgumentError, KilnCompileError, KilnError,
                          KilnLibraryError, KilnSourceError, KilnStatusError)
@@ -43,7 +44,8 @@ class _PassConfigKeys:
 
 PassConfigKey = _PassConfigKeys()
 
-__all__ = ["JITKernel", "KilnArgumentError", "KilnCompileError", "KilnError",
+__all__ = ["DataType", "JITKernel", "KilnArgumentError", "KilnCompileError",
+           "KilnError",
            "KilnLibraryError", "KilnSourceError", "KilnStatusError",
            "AutoTuner", "PassConfigKey", "__version__", "autotune", "compile",
            "compile_ir",

@@ -16,6 +16,12 @@ IR_BITS: Dict[str, int] = {
 INT_DTYPES = frozenset({"i8", "u8", "i16", "i32", "i64", "u32", "i4", "u4"})
 FLOAT_DTYPES = frozenset({"f16", "bf16", "f32", "f64", "f8e4m3", "f8e5m2"})
 
+# Scalar-only dtypes: kernel values may have them (TileLang's bit-level
+# dequantisation computes in uint16), but the tile IR has no such type, so
+# tiles, tensors and parameters may not. A u16 value is carried in a u32
+# kept within [0, 65535] (kiln/_dsl/u16.py).
+SCALAR_ONLY_BITS: Dict[str, int] = {"u16": 16}
+
 # Every accepted spelling (TileLang / TVM / torch / numpy) -> tile-IR name.
 _ALIASES: Dict[str, str] = {name: name for name in IR_BITS}
 _ALIASES.update({
@@ -27,6 +33,7 @@ _ALIASES.update({
     "e4m3_float8": "f8e4m3", "float8_e5m2": "f8e5m2", "e5m2_float8": "f8e5m2",
     "bool8": "bool",
 })
+_SCALAR_ONLY_ALIASES: Dict[str, str] = {"u16": "u16", "uint16": "u16"}
 
 
 # Tile-IR name -> the TileLang name DType prints.
@@ -35,6 +42,7 @@ _TILELANG_NAMES: Dict[str, str] = {
     "i32": "int32", "i64": "int64", "u32": "uint32", "i4": "int4",
     "u4": "uint4", "f16": "float16", "bf16": "bfloat16", "f32": "float32",
     "f64": "float64", "f8e4m3": "float8_e4m3", "f8e5m2": "float8_e5m2",
+    "u16": "uint16",
 }
 
 # Tile-IR name -> torch's dtype attribute (fp8 only in torch >= 2.1).
@@ -46,22 +54,30 @@ _TORCH_NAMES: Dict[str, str] = {
 }
 
 
-class DType:
+class DType(str):
     """A scalar type, as ``T.float16``; calling it casts a kernel value.
     ``T.dtype(x)`` (one argument: a name, a DType, a torch or NumPy dtype)
-    is the DType of ``x``, as TileLang's ``T.dtype``."""
+    is the DType of ``x``, as TileLang's ``T.dtype``. As TileLang's (TVM's
+    DataType) it is also the str of its TileLang name, so
+    ``getattr(torch, T.float16)`` is ``torch.float16``; it compares equal to
+    every spelling of the same type (``T.float16 == "half"``)."""
 
-    def __init__(self, ir: Any, tilelang: Any = None):
+    ir: str
+    name: str
+
+    def __new__(cls, ir: Any, tilelang: Any = None) -> "DType":
         if tilelang is None:
-            ir = to_ir(ir)
+            ir = scalar_ir(ir)
             tilelang = _TILELANG_NAMES[ir]
+        self = super().__new__(cls, tilelang)
         self.ir = ir
         self.name = tilelang
+        return self
 
     @property
     def bits(self) -> int:
         """Bits per element (TVM's ``DataType.bits``)."""
-        return IR_BITS[self.ir]
+        return IR_BITS.get(self.ir) or SCALAR_ONLY_BITS[self.ir]
 
     def as_torch(self) -> Any:
         """The torch dtype of this type."""
@@ -80,20 +96,27 @@ class DType:
 
     def __eq__(self, other: Any) -> bool:
         try:
-            return to_ir(other) == self.ir
+            return scalar_ir(other) == self.ir
         except KilnSourceError:
             return False
 
+    def __ne__(self, other: Any) -> bool:
+        return not self == other
+
+    def __getnewargs__(self) -> Any:  # pickle and copy keep both names
+        return (self.ir, self.name)
+
     def __hash__(self) -> int:
-        return hash(self.ir)
+        return str.__hash__(self)
 
     def __call__(self, value: Any) -> Any:
         from kiln._dsl import expr
         return expr.cast(self.ir, value)
 
 
-def to_ir(dtype: Any) -> str:
-    """The tile-IR name of ``dtype``: a string, DType, numpy or torch dtype."""
+def _spelling(dtype: Any) -> str:
+    """``dtype`` as a name to look up: a string, DType, numpy or torch
+    dtype, or the Python types bool, float and int."""
     if isinstance(dtype, DType):
         return dtype.ir
     if isinstance(dtype, str):
@@ -109,12 +132,40 @@ def to_ir(dtype: Any) -> str:
     key = key.strip()
     if key.startswith("torch."):
         key = key[len("torch."):]
+    return key
+
+
+def _unknown(dtype: Any) -> KilnSourceError:
+    return KilnSourceError(
+        f"unknown dtype {dtype!r}; expected a TileLang name such as "
+        "'float16', 'bfloat16', 'float32', 'int32' or a tile-IR name "
+        "such as 'f16'")
+
+
+def to_ir(dtype: Any) -> str:
+    """The tile-IR name of ``dtype`` (a string, DType, numpy or torch
+    dtype): the type of a tile, tensor or parameter. A scalar-only dtype
+    (uint16) raises a KilnSourceError saying what to store instead."""
+    key = _spelling(dtype)
     ir = _ALIASES.get(key)
     if ir is None:
-        raise KilnSourceError(
-            f"unknown dtype {dtype!r}; expected a TileLang name such as "
-            "'float16', 'bfloat16', 'float32', 'int32' or a tile-IR name "
-            "such as 'f16'")
+        if key in _SCALAR_ONLY_ALIASES:
+            raise KilnSourceError(
+                "uint16 tiles, tensors and parameters are not supported: "
+                "the tile IR has no 16-bit unsigned type (uint16 kernel "
+                "values are: T.uint16(x), x.astype('uint16')); store the "
+                "values as int32 or uint32")
+        raise _unknown(dtype)
+    return ir
+
+
+def scalar_ir(dtype: Any) -> str:
+    """The dtype name of a kernel value of ``dtype``: a tile-IR name, or a
+    scalar-only one (``u16``)."""
+    key = _spelling(dtype)
+    ir = _ALIASES.get(key) or _SCALAR_ONLY_ALIASES.get(key)
+    if ir is None:
+        raise _unknown(dtype)
     return ir
 
 

@@ -13,7 +13,8 @@ import numbers
 import operator
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from kiln._dsl.dtypes import FLOAT_DTYPES, INT_DTYPES, to_ir
+from kiln._dsl.dtypes import (FLOAT_DTYPES, INT_DTYPES, SCALAR_ONLY_BITS,
+                              scalar_ir)
 from kiln.errors import KilnSourceError
 
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
@@ -155,7 +156,7 @@ def as_expr(value: Any) -> Expr:
 
 
 def is_int(ty: str) -> bool:
-    return ty == "int" or ty in INT_DTYPES
+    return ty == "int" or ty in INT_DTYPES or ty in SCALAR_ONLY_BITS
 
 
 def is_float(ty: str) -> bool:
@@ -166,8 +167,8 @@ _FLOAT_RANK = {"f64": 3, "f32": 2}
 
 
 def _int_rank(ty: str) -> Tuple[int, int]:
-    bits = {"i4": 4, "u4": 4, "i8": 8, "u8": 8, "i16": 16, "i32": 32,
-            "u32": 32, "i64": 64}[ty]
+    bits = {"i4": 4, "u4": 4, "i8": 8, "u8": 8, "i16": 16, "u16": 16,
+            "i32": 32, "u32": 32, "i64": 64}[ty]
     return bits, 1 if ty.startswith("u") else 0
 
 
@@ -217,6 +218,19 @@ def binop(op: str, a: Any, b: Any) -> Any:
     x, y = as_expr(a), as_expr(b)
     if op in ("&", "|") and x.ty == "bool" and y.ty == "bool":
         return Expr("bin", "&&" if op == "&" else "||", x, y, "bool")
+    if _has_u16(x, y):
+        x, y = _u16.operands(x, y)
+        return _u16.wrapped(op, _typed_binop(op, x, y))
+    return _typed_binop(op, x, y)
+
+
+def _has_u16(*xs: Expr) -> bool:
+    """True when a u16 value meets numbers (kiln/_dsl/u16.py)."""
+    tys = [x.ty for x in xs]
+    return "u16" in tys and "bool" not in tys
+
+
+def _typed_binop(op: str, x: Expr, y: Expr) -> Expr:
     if op in ("&", "|", "^", "<<", ">>", "%", "//"):
         if not (is_int(x.ty) and is_int(y.ty)):
             what = "floor division '//'" if op == "//" else f"'{op}'"
@@ -245,6 +259,8 @@ def compare(op: str, a: Any, b: Any) -> Any:
             y = as_expr(bool(y.a))
         elif y.ty == "bool" and x.kind == "const" and x.a in (0, 1):
             x = as_expr(bool(x.a))
+    if _has_u16(x, y):
+        x, y = _u16.operands(x, y)
     if "bool" in (x.ty, y.ty) and not (x.ty == y.ty and op in ("==", "!=")):
         raise KilnSourceError(f"cannot compare '{x}' and '{y}' with '{op}'")
     return Expr("bin", op, x, y, "bool")
@@ -276,7 +292,8 @@ def unop(op: str, a: Any) -> Any:
         raise KilnSourceError(f"'~' takes an integer; got '{x}'")
     if op == "!" and x.ty != "bool":
         raise KilnSourceError(f"'not' takes a condition; got '{x}'")
-    return Expr("un", op, x, ty="bool" if op == "!" else x.ty)
+    return _u16.wrapped(op, Expr("un", op, x,
+                                 ty="bool" if op == "!" else x.ty))
 
 
 def power(a: Any, b: Any) -> Any:
@@ -326,6 +343,8 @@ def call(fn: str, args: Sequence[Any]) -> Any:
                 return math.nan  # a NaN operand wins, as in the kernel
             return (min if fn == "min" else max)(a, b)
         x, y = as_expr(args[0]), as_expr(args[1])
+        if _has_u16(x, y):
+            x, y = _u16.operands(x, y)
         return Expr("call", fn, (x, y), ty=arith_type(x.ty, y.ty))
     if fn == "abs":
         _arity(fn, args, 1)
@@ -348,6 +367,8 @@ def call(fn: str, args: Sequence[Any]) -> Any:
         if not (is_int(x.ty) and is_int(y.ty)):
             raise KilnSourceError(
                 f"T.ceildiv takes integers; got '{x}' and '{y}'")
+        if _has_u16(x, y):
+            x, y = _u16.operands(x, y)
         return Expr("call", fn, (x, y), ty=arith_type(x.ty, y.ty))
     if fn == "select":
         _arity(fn, args, 3)
@@ -359,6 +380,8 @@ def call(fn: str, args: Sequence[Any]) -> Any:
             raise KilnSourceError(
                 f"T.if_then_else needs a condition; got '{c}'")
         x, y = as_expr(args[1]), as_expr(args[2])
+        if _has_u16(x, y):
+            x, y = _u16.operands(x, y)
         ty = "bool" if x.ty == y.ty == "bool" else arith_type(x.ty, y.ty)
         return Expr("call", fn, (c, x, y), ty=ty)
     raise KilnSourceError(f"unknown builtin {fn}")
@@ -371,7 +394,10 @@ def _arity(fn: str, args: Sequence[Any], n: int) -> None:
 
 
 def cast(dtype: Any, value: Any) -> Expr:
-    return Expr("cast", to_ir(dtype), as_expr(value), ty=to_ir(dtype))
+    ty = scalar_ir(dtype)
+    if ty == "u16":
+        return _u16.cast(as_expr(value))
+    return Expr("cast", ty, as_expr(value), ty=ty)
 
 
 def load(buffer: str, indices: Sequence[Any], dtype: str) -> Expr:
@@ -558,3 +584,7 @@ def names_in(e: Any, out: Optional[List[Expr]] = None) -> List[Expr]:
         for x in e.b:
             names_in(x, out)
     return out
+
+
+# u16 values build on this module's Expr (imported last: u16 imports it).
+from kiln._dsl import u16 as _u16  # noqa: E402

@@ -24,7 +24,7 @@ import textwrap
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from kiln._dsl import expr as E
-from kiln._dsl import tileops
+from kiln._dsl import reducer, tileops
 from kiln._dsl.dtypes import DType, to_ir
 from kiln._dsl.names import NameTable
 from kiln.errors import KilnSourceError
@@ -110,13 +110,15 @@ class Buffer:
     """A tensor parameter or a tile, as the kernel body sees it."""
 
     def __init__(self, name: str, scope: str, dtype: str, shape: Tuple,
-                 py_name: str, line: Optional[int] = None):
+                 py_name: str, line: Optional[List] = None):
         self.name = name
         self.scope = scope
         self.dtype_ir = dtype
         self.shape = shape
         self.py_name = py_name
-        self.line = line  # index of its alloc line, for layouts
+        self.line = line  # its alloc line's record, for layouts
+        # A T.alloc_reducer fragment's combine op ("sum", "max", "min").
+        self.reducer: Optional[str] = None
 
     @property
     def dtype(self) -> str:
@@ -157,6 +159,15 @@ class Access:
                 f"got {len(self.items)} indices")
         return E.load(self.buffer.name, [it[1] for it in self.items],
                       self.buffer.dtype_ir)
+
+    # An element has TVM's PrimExpr surface, as a BufferLoad has:
+    # ``B_local[i, j].astype(T.uint16)``, ``A[i].dtype``.
+    @property
+    def dtype(self) -> Any:
+        return self._kiln_expr().dtype
+
+    def astype(self, dtype: Any) -> E.Expr:
+        return self._kiln_expr().astype(dtype)
 
 
 class LocalVar:
@@ -278,6 +289,8 @@ class _Translator:
         # open inside a T.Parallel body (_check_parallel_index).
         self.parallel_extents: Dict[str, int] = {}
         self.parallel_guards = 0
+        # The T.Parallel being walked (its reducer updates), else None.
+        self.parallel_updates: Optional[reducer.ParallelUpdates] = None
         # Let names (IR) -> their values: a slice's extent is simplified
         # through them (`kv_start:kv_end`, both lets).
         self.let_values: Dict[str, E.Expr] = {}
@@ -353,7 +366,7 @@ class _Translator:
             self.node = arg
             ann = annotations.get(arg.arg)
             try:
-                if isinstance(ann, str):
+                if isinstance(ann, str) and not isinstance(ann, DType):
                     ann = self.ev(ast.parse(ann, mode="eval").body)
                 self._bind_param(arg.arg, ann)
             except KilnSourceError as e:
@@ -799,6 +812,10 @@ class _Translator:
             raise KilnSourceError(
                 f"'{buf.py_name}' has {len(buf.shape)} dims; got "
                 f"{len(idx)} indices")
+        if self.parallel_updates is not None and \
+                buf.scope in ("fragment", "shared") and \
+                self.parallel_updates.store(self, buf, idx, op, value):
+            return  # a reducer update, lowered around the loop
         target = E.load(buf.name, idx, buf.dtype_ir)
         self.emit(f"{self.r(target)} {op} {self.r(value)}")
 
@@ -974,6 +991,10 @@ class _Translator:
         self.depth += 1
         self.in_parallel += 1
         self.scope = _Scope(self.scope)
+        updates = reducer.ParallelUpdates(self, [
+            (x.id, ir, e) for x, ir, e in  # type: ignore[attr-defined]
+            zip(targets, irs, spec.args)])
+        self.parallel_updates = updates
         try:
             for x, ir in zip(targets, irs):
                 var = E.Expr("name", ir, ty="int")
@@ -981,10 +1002,12 @@ class _Translator:
             for s in node.body:
                 self.stmt(s)
         finally:
+            self.parallel_updates = None
             self.scope = self.scope.parent  # type: ignore[assignment]
             self.in_parallel -= 1
             self.depth -= 1
         self.emit("}")
+        updates.close(self)
 
     def _python_loop(self, node: ast.For, iterable: Any) -> None:
         """Unrolls a loop over a Python iterable at translation time."""

@@ -1,5 +1,5 @@
 """Tile-op statements: T.alloc_*, copy, gemm, fill, clear, reduce_*, cumsum,
-atomic_add, use_swizzle, annotate_layout, assume.
+atomic_add, use_swizzle, annotate_layout, assume, finalize_reducer.
 
 Operands follow TileLang: a whole buffer, a region with slices
 (``A[by * BM:(by + 1) * BM, :]``), or, for ``copy`` and ``atomic_add``, an
@@ -14,6 +14,7 @@ import numbers
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
 from kiln._dsl import expr as E
+from kiln._dsl import reducer
 from kiln._dsl.dtypes import itemsize_bits, to_ir
 from kiln.errors import KilnSourceError
 from kiln.layout import IndexMap, Layout
@@ -22,7 +23,8 @@ if TYPE_CHECKING:
     from kiln._dsl.frontend import _Translator
 
 _SCOPES = {"alloc_shared": "shared", "alloc_fragment": "fragment",
-           "alloc_local": "local", "alloc_var": "local"}
+           "alloc_local": "local", "alloc_var": "local",
+           "alloc_reducer": "fragment"}
 _POLICIES = {"square": "square", "fullrow": "full_row", "full_row": "full_row",
              "fullcol": "full_col", "full_col": "full_col"}
 
@@ -71,10 +73,13 @@ def alloc(t: "_Translator", op: str, fn: Callable, py_name: str,
     scope = _SCOPES[op]
     dtype = to_ir(a["dtype"])
     shape = (1,) if op == "alloc_var" else _shape(a["shape"])
+    combine = reducer.check_options(a["op"], a["replication"], dtype) \
+        if op == "alloc_reducer" else None
     ir = t.names.fresh(py_name)
     dims = ", ".join(t.r(d) for d in shape)
-    line = t.emit(f"alloc {scope} {ir}: {dtype}[{dims}]")
+    line = t.lines[t.emit(f"alloc {scope} {ir}: {dtype}[{dims}]")]
     buf = Buffer(ir, scope, dtype, shape, py_name, line)
+    buf.reducer = combine
     if op == "alloc_var":
         t.bind(py_name, LocalVar(buf), "var")
         if a["init"] is not None:
@@ -500,7 +505,7 @@ def _annotate_layout(t: "_Translator", a: Dict[str, Any]) -> None:
             spec = f"padded({_int(layout.value, 'pad')})"
         else:
             spec = "row_major"
-        line = t.lines[buf.line]
+        line = buf.line
         line[1] = line[1].split(" layout ")[0] + f" layout {spec}"
 
 
@@ -533,4 +538,5 @@ _HANDLERS: Dict[str, Callable] = {
     "reduce_absmax": _reduce_op("absmax"), "cumsum": _cumsum,
     "atomic_add": _atomic_add, "use_swizzle": _use_swizzle,
     "annotate_layout": _annotate_layout, "assume": _assume,
+    "finalize_reducer": reducer.finalize,
 }

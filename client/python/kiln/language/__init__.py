@@ -14,6 +14,7 @@ import enum
 import math as _math
 from typing import Any, Callable, Optional, Sequence, Tuple
 
+from kiln._dsl import bitcast as _bitcast
 from kiln._dsl import expr as _expr
 from kiln._dsl.dtypes import DType, to_ir
 from kiln._dsl.expr import Expr, Symbol
@@ -25,6 +26,7 @@ bool = DType("bool", "bool")  # noqa: A001 (TileLang spells it T.bool)
 int8 = DType("i8", "int8")
 uint8 = DType("u8", "uint8")
 int16 = DType("i16", "int16")
+uint16 = DType("u16", "uint16")  # kernel values only (kiln/_dsl/u16.py)
 int32 = DType("i32", "int32")
 int64 = DType("i64", "int64")
 uint32 = DType("u32", "uint32")
@@ -50,6 +52,16 @@ def cast(value: Any, dtype: Any) -> Expr:
 def Cast(dtype: Any, value: Any) -> Expr:  # noqa: N802 (TVM spelling)
     """TVM's argument order for ``cast``."""
     return _expr.cast(dtype, value)
+
+
+def reinterpret(value: Any, dtype: Any) -> Expr:
+    """The bits of ``value`` read as ``dtype`` of the same width: between
+    integers, or integer bits as a float (kiln/_dsl/bitcast.py). TVM's
+    order, ``T.reinterpret(dtype, value)``, is accepted as TileLang
+    accepts it."""
+    if isinstance(value, str):  # a dtype name, or a DType (a str too)
+        value, dtype = dtype, value
+    return _bitcast.reinterpret(dtype, value)
 
 
 # --- shapes and parameters ------------------------------------------------
@@ -335,6 +347,21 @@ def alloc_var(dtype, init=None, scope="local.var"):
 
 
 @_tile_op
+def alloc_reducer(shape, dtype, op="sum", replication=None):
+    """A fragment that reduces across T.Parallel iterations: inside a
+    T.Parallel, ``r[i] += v`` (op "sum") or ``r[i] = T.max(r[i], v)``
+    (op "max", "min") whose index leaves out loop variables combines the
+    values over them into ``r[i]``'s current value. ``replication``
+    ("all" or "none") is accepted and changes nothing."""
+
+
+@_tile_op
+def finalize_reducer(reducer, dst=None, batch=1, annotations=None):
+    """Marks the end of a reducer's updates (each T.Parallel already left
+    it whole); with ``dst``, copies it there."""
+
+
+@_tile_op
 def copy(src, dst, coalesced_width=None, disable_tma=False,
          eviction_policy=None, prefer_instruction=None, annotations=None,
          loop_layout=None):
@@ -575,6 +602,9 @@ def ws(*warp_groups: Any) -> WarpRoleFrame:
 _THREADS = ("thread-level TIR: Kiln maps tiles to threads itself; write the "
             "kernel with tile ops and T.Parallel")
 _BARRIERS = "the compiler places barriers and mbarriers itself"
+_REDUCER_V2 = ("initialise a T.alloc_reducer tile with T.clear or T.fill and "
+               "update it inside T.Parallel as `r[i] += v` or "
+               "`r[i] = T.max(r[i], v)`")
 UNSUPPORTED = {
     "thread_binding": _THREADS, "launch_thread": _THREADS,
     "get_thread_binding": _THREADS, "get_lane_idx": _THREADS,
@@ -588,11 +618,11 @@ UNSUPPORTED = {
     "mbarrier_arrive": _BARRIERS, "sync_threads": _BARRIERS,
     "create_tma_descriptor": "the compiler builds TMA descriptors itself",
     "tma_copy": "T.copy uses TMA where the plan picks it",
-    "reinterpret": "reinterpreting bits is not supported",
     "atomic_max": "element atomics other than T.atomic_add are not "
                   "supported yet",
     "atomic_min": "element atomics other than T.atomic_add are not "
                   "supported yet",
+    "reducer_init": _REDUCER_V2, "reducer_update": _REDUCER_V2,
 }
 
 
