@@ -47,9 +47,9 @@ CASES = [
      "    a[i, j] = a[i, j] // 2  # HERE", "floor division '//' takes integers"),
     ("global_compound_store_by_the_block", "A[0, 0] += 1.0  # HERE",
      "may race; use T.atomic_add"),
-    ("buffer_view", "v = T.Tensor((64, 64), 'float32', A.data)  # HERE",
-     "'A.data': buffer views (T.Tensor(shape, dtype, buf.data)) are not "
-     "supported"),
+    ("view_of_a_tile", "v = T.Tensor((64, 64), 'float32', a.data)  # HERE",
+     "'a.data': only global tensors can be viewed (T.Tensor(shape, dtype, "
+     "buf.data)); 'a' is a fragment tile"),
     ("store_past_a_tile_in_parallel",
      "s = T.alloc_fragment((2,), 'float32')\nfor i in T.Parallel(64):\n"
      "    s[i] = 1.0  # HERE",

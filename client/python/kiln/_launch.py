@@ -192,6 +192,32 @@ def check_tensor(param: Any, v: TensorView,
             "np.ascontiguousarray or .contiguous())")
 
 
+def check_viewable(v: TensorView, view: str, where: str) -> None:
+    """Refuses memory a buffer view (``view``, described) cannot reshape:
+    anything but row-major."""
+    if not _contiguous(v):
+        raise KilnArgumentError(
+            f"{where}: {view} reshapes its memory, which must be contiguous "
+            f"(row-major); got strides {list(v.strides)} for shape "
+            f"{list(v.shape)} (use np.ascontiguousarray or .contiguous())")
+
+
+def reshaped(base: TensorView, shape: Tuple[int, ...]) -> TensorView:
+    """``base``'s memory as a row-major tensor of ``shape`` (a buffer
+    view; the element counts were checked): the same pointer, no copy."""
+    count = 1
+    for d in shape:
+        count *= d
+    have = 1
+    for d in base.shape:
+        have *= d
+    if count != have or not _contiguous(base):
+        raise KilnArgumentError(
+            f"cannot view shape {list(base.shape)} as {list(shape)}")
+    return TensorView(base.obj, base.kind, base.dtype, base.host_dtype,
+                      tuple(shape), _row_major(shape), base.data, base.device)
+
+
 def output_shape(param: Any, symbols: Dict[str, Tuple[int, str]],
                  where: str) -> Tuple[Any, ...]:
     """The shape of an output to allocate: its constant dims and the

@@ -180,16 +180,23 @@ class JITKernel:
         values: List[Any] = [None] * len(params)
         symbols: Dict[str, Tuple[int, str]] = {}
         views: List[_launch.TensorView] = []
+        # The first buffer view (T.Tensor(shape, dtype, x.data)) of each
+        # viewed parameter, for the message if its memory is not row-major.
+        viewed = {v.base: v for v in reversed(self.prim_func.views)}
         for i, arg in zip(inputs, args):
             p = params[i]
             where = f"argument '{p.name}' of {self.name}"
             if p.is_tensor:
                 v = _launch.view(arg, where)
+                if p.name in viewed:
+                    _launch.check_viewable(v, viewed[p.name].where(), where)
                 _launch.check_tensor(p, v, symbols, where)
                 views.append(v)
                 values[i] = v
             else:
                 values[i] = _launch.pack_scalar(p.dtype, arg, where)
+        for view in self.prim_func.views:
+            view.bind_symbols(symbols, self.name)
         devices = sorted({v.device for v in views})
         if len(devices) > 1:
             raise KilnArgumentError(
@@ -239,13 +246,23 @@ class JITKernel:
             stream_ptr = stream if stream is not None else \
                 _current_cuda_stream(device)
         handles = self._compile(target)
+        # The parameters a kernel has beyond the prim_func's: the shared
+        # tensors, and the views, each its base's memory reshaped.
+        extras = {name: v for name, (_, v) in shared.items()}
+        if self.prim_func.views:
+            tensors = {p.name: v for p, v in zip(params, values)
+                       if p.is_tensor}
+            tensors.update(extras)
+            for view in self.prim_func.views:
+                extras[view.name] = _launch.reshaped(
+                    tensors[view.base], view.shape_at(symbols))
         # The kernels in order on one stream (each sees the one before's
         # writes); the shared tensors live until all ran.
         marshalled = []
         for part, handle in zip(self.prim_func.kernels, handles):
             extra = part.params[len(params):]
             marshalled.append(_launch.marshal(
-                part.params, values + [shared[g.name][1] for g in extra]))
+                part.params, values + [extras[g.name] for g in extra]))
             handle.launch(marshalled[-1].args, stream_ptr)
         if device != "cpu" and stream is not None and shared:
             # Allocated on torch's current stream, used on another: torch
@@ -293,19 +310,23 @@ class _FastLaunch:
                       if not isinstance(k, torch.Tensor)]
         self._nargs = len(args)
         parts = kernel.prim_func.kernels
+        aliases: Dict[str, List[str]] = {}  # a tensor -> its views
+        for v in kernel.prim_func.views:
+            aliases.setdefault(v.base, []).append(v.name)
 
         # Each tensor's data-pointer slots in the kiln_arg[]s (setting a
-        # c_void_p over the array's memory costs less than arr[i].data).
+        # c_void_p over the array's memory costs less than arr[i].data),
+        # its views' included.
         def slots(name: str) -> List[Any]:
             out = []
             for part, arr in zip(parts, arrs):
                 names = [p.name for p in part.params]
-                if name not in names:
-                    continue
                 size = ctypes.sizeof(arr[0])
                 offset = type(arr[0]).data.offset
-                out.append(ctypes.c_void_p.from_buffer(
-                    arr, names.index(name) * size + offset))
+                for n in [name] + aliases.get(name, []):
+                    if n in names:
+                        out.append(ctypes.c_void_p.from_buffer(
+                            arr, names.index(n) * size + offset))
             return out
         self._tensors = []
         self._scalars = []

@@ -72,6 +72,8 @@ def _written(kernel: JITKernel, target: str) -> List[str]:
             fields = line.split()
             if fields and fields[0] == "writes":
                 names.update(fields[1:])
+    # A write through a buffer view writes the tensor it views.
+    names.update(v.base for v in kernel.prim_func.views if v.name in names)
     return [p.name for i, p in enumerate(kernel.params)
             if p.is_tensor and p.name in names and i not in kernel.out_idx]
 

@@ -24,7 +24,7 @@ import textwrap
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from kiln._dsl import expr as E
-from kiln._dsl import reducer, tileops
+from kiln._dsl import reducer, tileops, views
 from kiln._dsl.dtypes import DType, to_ir
 from kiln._dsl.names import NameTable
 from kiln.errors import KilnSourceError
@@ -83,7 +83,8 @@ class PrimFunc:
                  symbols: List[str], tunables: Dict[str, Tuple[int, ...]],
                  filename: str, lineno: int, line_map: Dict[int, int],
                  kernels: Optional[List[KernelPart]] = None,
-                 globals_: Optional[List[Param]] = None):
+                 globals_: Optional[List[Param]] = None,
+                 views_: Optional[List[views.View]] = None):
         self.name = name
         self.ir = ir
         self.params = params
@@ -94,6 +95,9 @@ class PrimFunc:
         self.line_map = line_map  # IR line (1-based) -> Python line
         self.kernels = kernels or [KernelPart(name, params, tunables)]
         self.globals = globals_ or []
+        # Buffer views (T.Tensor(shape, dtype, x.data)): parameters of the
+        # kernels that use them, bound to their base's memory at launch.
+        self.views = views_ or []
 
     def script(self) -> str:
         return self.ir
@@ -119,6 +123,8 @@ class Buffer:
         self.line = line  # its alloc line's record, for layouts
         # A T.alloc_reducer fragment's combine op ("sum", "max", "min").
         self.reducer: Optional[str] = None
+        # For a buffer view (T.Tensor(shape, dtype, x.data)), what it views.
+        self.view: Optional[views.View] = None
 
     @property
     def dtype(self) -> str:
@@ -126,9 +132,13 @@ class Buffer:
 
     @property
     def data(self) -> Any:
-        raise KilnSourceError(
-            f"'{self.py_name}.data': buffer views (T.Tensor(shape, dtype, "
-            "buf.data)) are not supported; index or slice the buffer itself")
+        """The storage, for a view: ``T.Tensor(shape, dtype, buf.data)``."""
+        if self.scope != "global":
+            raise KilnSourceError(
+                f"'{self.py_name}.data': only global tensors can be viewed "
+                f"(T.Tensor(shape, dtype, buf.data)); '{self.py_name}' is a "
+                f"{self.scope} tile")
+        return views.BufferData(self)
 
     def _kiln_expr(self) -> E.Expr:
         raise KilnSourceError(
@@ -298,12 +308,15 @@ class _Translator:
         # Each T.Kernel block: (launch text, its lines).
         self.parts: List[Tuple[str, List[List]]] = []
         self.globals: List[Param] = []
+        self.views: List[views.View] = []
         self.params: List[Param] = []
         self.symbols: Dict[str, str] = {}
         self.tunables: Dict[str, Tuple[int, ...]] = {}
         self.assumes: List[str] = []
         self.rasterized = False
         self.node: ast.AST = self.fdef
+        # An eager function's probe (stand-in dims: shapes are not checked).
+        self.probing = False
 
     # --- errors ------------------------------------------------------------
 
@@ -373,6 +386,11 @@ class _Translator:
                 raise self._locate(e, arg) from None
 
     def _bind_param(self, name: str, ann: Any) -> None:
+        if isinstance(ann, TensorType) and ann.data is not None:
+            raise KilnSourceError(
+                f"'{name}' is annotated with a view: a view is assigned "
+                f"(`{name}_flat = T.Tensor(shape, dtype, x.data)`), not a "
+                "parameter")
         pname = self.names.parameter(name)
         if isinstance(ann, TensorType):
             shape = []
@@ -425,7 +443,9 @@ class _Translator:
             tunables = {t: v for t, v in self.tunables.items()
                         if single or t in used}
             params = self.params + [g for g in self.globals
-                                    if g.name in used]
+                                    if g.name in used] + [
+                v.param for v in self.views if v.name in used]
+            views.check_aliasing(self, lines)
             kname = name if single else f"{name}_k{index}"
             kernels.append(KernelPart(kname, params, tunables))
             if out:
@@ -448,7 +468,7 @@ class _Translator:
         return PrimFunc(name, "\n".join(out) + "\n", self.params,
                         list(self.symbols), dict(self.tunables),
                         self.filename, self.fdef.lineno, line_map, kernels,
-                        list(self.globals))
+                        list(self.globals), list(self.views))
 
     # --- emitting ----------------------------------------------------------
 
@@ -1312,13 +1332,22 @@ class _Translator:
         args = [_scalar(a) if isinstance(a, Access) and a.all_indices()
                 else a for a in args]
         try:
-            return fn(*args, **kwargs)
+            result = fn(*args, **kwargs)
         except KilnSourceError:
             raise
         except Exception as e:  # a user helper failed: say where
             name = getattr(fn, "__name__", repr(fn))
             raise KilnSourceError(
                 f"{name}(...) raised {type(e).__name__}: {e}") from e
+        if isinstance(result, TensorType) and result.data is not None:
+            # T.Tensor(shape, dtype, x.data): named after the name it is
+            # assigned to, when this call is an assignment's whole value.
+            stmt = self.node
+            target = stmt.targets[0] if isinstance(stmt, ast.Assign) and \
+                stmt.value is node and len(stmt.targets) == 1 else None
+            return views.make(self, result, target.id if isinstance(
+                target, ast.Name) else None)
+        return result
 
     def _inline(self, macro: "Macro", args: List[Any],
                 kwargs: Dict[str, Any]) -> Any:
@@ -1415,6 +1444,7 @@ class _EagerTranslator(_Translator):
                  consts: Optional[Dict[str, int]]):
         super().__init__(func)
         self.consts = consts
+        self.probing = consts is None
         self.arg_names = [a.arg for a in self.fdef.args.args]
         self.env.update(spec)
         self.empties: List[str] = []   # IR names, in declaration order
@@ -1470,7 +1500,15 @@ class _EagerTranslator(_Translator):
                 and getattr(self.ev(node.value.func), "_kiln_eager",
                             None) == "empty":
             t = self.ev(node.value)
-            self._bind_param(target.id, TensorType(t.shape, t.dtype))
+            shape = t.shape if isinstance(t.shape, (tuple, list)) \
+                else (t.shape,)
+            if self.probing:
+                # A probe learns the inputs' dims only: an output's dims,
+                # computed from the stand-in values (a convolution's OH
+                # from H and K), may be anything, even negative.
+                shape = tuple(d if isinstance(d, (_ProbeDim, E.Symbol))
+                              else 1 for d in shape)
+            self._bind_param(target.id, TensorType(shape, t.dtype))
             self.empties.append(self.params[-1].name)
             return
         super().stmt_Assign(node)
@@ -1495,6 +1533,9 @@ class _EagerTranslator(_Translator):
             if not (isinstance(v, Buffer) and v.scope == "global"):
                 raise self.error("an eager kernel returns its T.empty "
                                  "tensors (or a tuple of them)")
+            if v.view is not None:
+                raise self.error(f"'{v.py_name}' is a view: return the "
+                                 f"tensor it views, '{v.view.base_py_name}'")
             names.append(v.name)
         self.returned = names
 

@@ -1,5 +1,6 @@
 """Tile-op statements: T.alloc_*, copy, gemm, fill, clear, reduce_*, cumsum,
-atomic_add, use_swizzle, annotate_layout, assume, finalize_reducer.
+atomic_add, use_swizzle, annotate_layout, assume, finalize_reducer, im2col
+(kiln/_dsl/im2col.py).
 
 Operands follow TileLang: a whole buffer, a region with slices
 (``A[by * BM:(by + 1) * BM, :]``), or, for ``copy`` and ``atomic_add``, an
@@ -14,7 +15,7 @@ import numbers
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
 from kiln._dsl import expr as E
-from kiln._dsl import reducer
+from kiln._dsl import im2col, reducer
 from kiln._dsl.dtypes import itemsize_bits, to_ir
 from kiln.errors import KilnSourceError
 from kiln.layout import IndexMap, Layout
@@ -539,4 +540,5 @@ _HANDLERS: Dict[str, Callable] = {
     "atomic_add": _atomic_add, "use_swizzle": _use_swizzle,
     "annotate_layout": _annotate_layout, "assume": _assume,
     "finalize_reducer": reducer.finalize,
+    "im2col": im2col.lower, "c2d_im2col": im2col.lower,
 }

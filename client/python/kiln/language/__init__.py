@@ -16,6 +16,7 @@ from typing import Any, Callable, Optional, Sequence, Tuple
 
 from kiln._dsl import bitcast as _bitcast
 from kiln._dsl import expr as _expr
+from kiln._dsl import views as _views
 from kiln._dsl.dtypes import DType, to_ir
 from kiln._dsl.expr import Expr, Symbol
 from kiln.errors import KilnSourceError
@@ -67,15 +68,18 @@ def reinterpret(value: Any, dtype: Any) -> Expr:
 # --- shapes and parameters ------------------------------------------------
 
 class TensorType:
-    """The annotation of a global tensor parameter."""
+    """The annotation of a global tensor parameter; with ``data`` (a
+    tensor's ``.data``), a view of that tensor's storage
+    (kiln/_dsl/views.py)."""
 
     def __init__(self, shape: Any, dtype: Any = "float32",
-                 strides: Optional[Sequence[Any]] = None):
+                 strides: Optional[Sequence[Any]] = None, data: Any = None):
         if not isinstance(shape, (tuple, list)):
             shape = (shape,)
         self.shape = tuple(shape)
         self.dtype = to_ir(dtype)
         self.strides = None if strides is None else tuple(strides)
+        self.data = data
 
     def __repr__(self) -> str:
         return f"T.Tensor({self.shape}, {self.dtype!r})"
@@ -84,18 +88,26 @@ class TensorType:
 class _TensorSpelling:
     """``T.Tensor(shape, dtype)`` or ``T.Tensor[shape, dtype]``: a row-major
     global tensor parameter. As TileLang's macro annotations
-    (``T.SharedBuffer(shape, dtype)``, ...) it documents a parameter."""
+    (``T.SharedBuffer(shape, dtype)``, ...) it documents a parameter.
+    ``T.Tensor(shape, dtype, x.data)`` in a kernel body is a view of the
+    global tensor ``x``'s storage with another shape."""
 
-    def __init__(self, name: str):
+    def __init__(self, name: str, views: bool = False):
         self._name = name
+        self._views = views
 
     def __call__(self, shape: Any, dtype: Any = "float32",
                  data: Any = None) -> TensorType:
         if data is not None:
-            raise KilnSourceError(
-                f"T.{self._name}(shape, dtype, buf.data) buffer views are "
-                "not supported: pass the tensor itself")
-        return TensorType(shape, dtype)
+            if not self._views:
+                raise KilnSourceError(
+                    f"T.{self._name}(shape, dtype, data): views are made "
+                    "of global tensors with T.Tensor(shape, dtype, x.data)")
+            if not isinstance(data, _views.BufferData):
+                raise KilnSourceError(
+                    f"T.{self._name}(shape, dtype, data): data must be a "
+                    f"global tensor's .data inside a kernel; got {data!r}")
+        return TensorType(shape, dtype, data=data)
 
     def __getitem__(self, item: Any) -> TensorType:
         if not isinstance(item, tuple) or len(item) != 2:
@@ -107,8 +119,8 @@ class _TensorSpelling:
         return f"T.{self._name}"
 
 
-Tensor = _TensorSpelling("Tensor")
-Buffer = _TensorSpelling("Buffer")
+Tensor = _TensorSpelling("Tensor", views=True)
+Buffer = _TensorSpelling("Buffer", views=True)
 SharedBuffer = _TensorSpelling("SharedBuffer")
 FragmentBuffer = _TensorSpelling("FragmentBuffer")
 LocalBuffer = _TensorSpelling("LocalBuffer")
@@ -427,6 +439,22 @@ def atomic_add(dst, value, memory_order=None, return_prev=False,
                use_tma=False):
     """Atomically adds a tile into a global region, or (inside
     T.Parallel) a value into one element of a global tensor."""
+
+
+@_tile_op
+def im2col(img, col, nhw_step, c_step, kernel, stride, dilation, pad,
+           eviction_policy=None, annotations=None):
+    """Fills the [block_M, block_K] tile ``col`` with the im2col patch of the
+    NHWC image ``img`` for a square ``kernel`` (kiln/_dsl/im2col.py): row m
+    is output pixel ``nhw_step * block_M + m``, column k patch element
+    ``c_step * block_K + k`` in (kh, kw, c) order; padding and elements
+    past the last pixel or patch element are zero."""
+
+
+@_tile_op
+def c2d_im2col(img, col, nhw_step, c_step, kernel, stride, dilation, pad,
+               eviction_policy=None, annotations=None):
+    """TileLang's deprecated name of ``T.im2col``."""
 
 
 @_tile_op
