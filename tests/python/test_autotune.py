@@ -52,6 +52,16 @@ def test_python_use_of_a_config_falls_back_to_constants():
     assert "threads(256)" in tuned.kernels[1].ir
 
 
+def test_a_name_no_kernel_has_does_not_tune():
+    tuned = kiln.autotune(configs=[{"block": 128}, {"block": 512}])(branchy)(
+        1000)
+    assert not hasattr(tuned, "no_such_attribute")
+    with pytest.raises(AttributeError, match="'AutotunedKernel' object has "
+                       "no attribute 'get_profilr'"):
+        tuned.get_profilr  # noqa: B018 (a typo)
+    assert tuned.best is None and tuned.results == []
+
+
 def test_caller_given_values_skip_tuning():
     tuned = kiln.autotune(configs=[{"block": 128}, {"block": 512}])(branchy)(
         1000, block=512)

@@ -229,8 +229,12 @@ class AutotunedKernel:
     def __getattr__(self, name: str) -> Any:
         # The best kernel's other attributes (get_profiler,
         # get_kernel_source, params...), as TileLang returns a kernel.
-        if name.startswith("_") or name in ("kernels", "best", "mode"):
-            raise AttributeError(name)
+        # A name no kernel has is an AttributeError at once: hasattr() and
+        # a typo do not tune.
+        if name.startswith("_") or name in ("kernels", "best", "mode") or \
+                not hasattr(self.kernels[0], name):
+            raise AttributeError(
+                f"'{type(self).__name__}' object has no attribute '{name}'")
         self.tune()
         return getattr(self.best, name)
 
