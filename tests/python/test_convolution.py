@@ -1,45 +1,31 @@
-"""TileLang's convolution example ported by changing imports only (issue
-25): examples/convolution/example_convolution.py's ``convolution`` and
-``ref_program``, copied with
+"""A 2-D convolution written the way a TileLang user writes one, with kiln
+imports (``import kiln`` / ``import kiln.language as T``): an eager
+``@kiln.jit`` function that lowers the convolution to a GEMM, loading
+patch tiles with ``T.im2col`` and reading the filter and writing the result
+through flat buffer views (``T.Tensor(shape, dtype, x.data)``,
+kiln/_dsl/views.py) inside a ``T.Pipelined`` reduction.
 
-    import tilelang
-    from tilelang.autotuner import *
-    import tilelang.language as T
-
-changed to
-
-    import kiln as tilelang
-    from kiln.autotuner import *
-    import kiln.language as T
-
-run on the CPU target against torch.conv2d at small ragged shapes (N * OH *
-OW, F and KH * KW * C not multiples of the blocks). It needs buffer views
-(``T.Tensor(shape, dtype, x.data)``, kiln/_dsl/views.py) and ``T.im2col``
-(kiln/_dsl/im2col.py), which are also checked on their own here, with the
-errors a view can raise. Left out of the copy: the argparse mains (their
-CUDA tensors and cupti benchmark); the reference runs in float32, since
-CPU torch has no float16 conv2d.
+It runs on the CPU target and is checked against torch's conv2d at small
+ragged shapes (output pixels, filters and patch length not multiples of
+the tile sizes). ``T.im2col`` (kiln/_dsl/im2col.py) and buffer views are
+also checked on their own here, with the errors a view can raise. torch's
+CPU conv2d has no float16, so the reference works in float32.
 """
 
 import numpy as np
 import pytest
 
 import kiln
-import kiln as tilelang
-from kiln.autotuner import *  # noqa: F401,F403 (as the example)
 import kiln.language as T
 from kiln.errors import KilnArgumentError, KilnSourceError
+
+from source_lines import line_ending_with
 
 torch = pytest.importorskip("torch")
 
 
 def line_of(marker):
-    """The line of this file that holds ``marker`` (once)."""
-    with open(__file__) as f:
-        hits = [n for n, line in enumerate(f, 1)
-                if line.rstrip().endswith(marker)]
-    assert len(hits) == 1, marker
-    return hits[0]
+    return line_ending_with(__file__, marker)
 
 
 @pytest.fixture
@@ -49,61 +35,58 @@ def gen():
     return torch.Generator().manual_seed(seed)
 
 
-# --- examples/convolution/example_convolution.py --------------------------
+# --- convolution as an implicit GEMM ---------------------------------------
 
-def ref_program(stride, padding, dilation):
-    def main(A, B):
-        A = A.permute(0, 3, 1, 2)  # N, H, W, C -> N, C, H, W
-        B = B.permute(3, 2, 0, 1)  # H, W, C, F -> F, C, H, W
-        C = torch.conv2d(A, B, stride=stride, padding=padding, dilation=dilation)
-        C = C.permute(0, 2, 3, 1)  # N, C, H, W -> N, H, W, C
-        return C
+@kiln.jit
+def conv2d_nhwc(img, flt, stride, dilation, pad, tile_m, tile_n, tile_k,
+                stages, nthreads):
+    # img is [batch, rows, cols, channels]; flt is a square KS x KS filter
+    # bank laid out [KS, KS, channels, filters]. Dims come from the
+    # arguments (or from .compile's keywords).
+    B, IH, IW, CI, CO, KS = T.const("B, IH, IW, CI, CO, KS")
+    reach = dilation * (KS - 1) + 1  # input extent one output pixel sees
+    OH = (IH + 2 * pad - reach) // stride + 1
+    OW = (IW + 2 * pad - reach) // stride + 1
+    pixels = B * OH * OW  # GEMM rows
+    patch = KS * KS * CI  # GEMM reduction length
 
-    return main
+    img: T.Tensor((B, IH, IW, CI), T.float16)
+    flt: T.Tensor((KS, KS, CI, CO), T.float16)
+    res = T.empty((B, OH, OW, CO), T.float16)
+    # The same memory seen as matrices: the filter as [patch, CO], the
+    # result as [pixels, CO].
+    flt_mat = T.Tensor((patch, CO), T.float16, flt.data)
+    res_mat = T.Tensor((pixels, CO), T.float16, res.data)
 
+    with T.Kernel(T.ceildiv(pixels, tile_m), T.ceildiv(CO, tile_n),
+                  threads=nthreads) as (pm, pn):
+        cols = T.alloc_shared((tile_m, tile_k), T.float16)
+        wts = T.alloc_shared((tile_k, tile_n), T.float16)
+        acc = T.alloc_fragment((tile_m, tile_n), T.float32)
+        T.clear(acc)
+        for kb in T.Pipelined(T.ceildiv(patch, tile_k), num_stages=stages):
+            # Rows pm * tile_m.. of the patch matrix, columns kb * tile_k..
+            T.im2col(img, cols, pm, kb, KS, stride, dilation, pad)
+            T.copy(flt_mat[kb * tile_k, pn * tile_n], wts)
+            T.gemm(cols, wts, acc)
+        T.copy(acc, res_mat[pm * tile_m, pn * tile_n])
 
-@tilelang.jit
-def convolution(data, kernel, S, D, P, block_M, block_N, block_K, num_stages, threads, dtype=T.float16, accum_dtype=T.float32):
-    N, C, H, W, F, K = T.const("N, C, H, W, F, K")
-    KH, KW = K, K
-    OH = (H + 2 * P - D * (K - 1) - 1) // S + 1
-    OW = (W + 2 * P - D * (K - 1) - 1) // S + 1
-    dtype = T.float16
-    accum_dtype = T.float32
-
-    data: T.Tensor((N, H, W, C), dtype)
-    kernel: T.Tensor((KH, KW, C, F), dtype)
-    out = T.empty((N, OH, OW, F), dtype)
-
-    with T.Kernel(T.ceildiv(F, block_N), T.ceildiv(N * OH * OW, block_M), threads=threads) as (bx, by):
-        data_shared = T.alloc_shared((block_M, block_K), dtype)
-        kernel_shared = T.alloc_shared((block_K, block_N), dtype)
-        out_local = T.alloc_fragment((block_M, block_N), accum_dtype)
-        out_shared = T.alloc_shared((block_M, block_N), dtype)
-
-        kernel_flat = T.Tensor((KH * KW * C, F), dtype, kernel.data)
-        out_flat = T.Tensor((N * OH * OW, F), dtype, out.data)
-
-        T.clear(out_local)
-        for k_iter in T.Pipelined(T.ceildiv(KH * KW * C, block_K), num_stages=num_stages):
-            T.im2col(data, data_shared, by, k_iter, KH, S, D, P)
-            T.copy(kernel_flat[k_iter * block_K, bx * block_N], kernel_shared)
-            T.gemm(data_shared, kernel_shared, out_local)
-
-        T.copy(out_local, out_shared)
-        T.copy(out_shared, out_flat[by * block_M, bx * block_N])
-
-    return out
+    return res
 
 
-# --- the example's check, at small ragged shapes ---------------------------
+def conv2d_reference(img, flt, stride, dilation, pad):
+    """torch's conv2d on the NHWC image and [KS, KS, CI, CO] filters, in
+    float32, the result back in NHWC."""
+    nchw = img.float().movedim(-1, 1)
+    oihw = flt.float().permute(3, 2, 0, 1)
+    out = torch.nn.functional.conv2d(nchw, oihw, stride=stride,
+                                     padding=pad, dilation=dilation)
+    return out.movedim(1, -1)
 
-def _reference(a, b, S, D, P):
-    return ref_program(S, P, D)(a.float(), b.float())
 
-
-# (N, H, W, C, F, K, S, D, P): stride 1 and 2, dilation 1 and 2, padding
-# 0 and 1; N * OH * OW, F = 20 and KH * KW * C ragged against 32 / 16 / 16.
+# (batch, rows, cols, channels, filters, KS, stride, dilation, pad): stride
+# 1 and 2, dilation 1 and 2, pad 0 and 1; the pixel count, 20 filters and
+# the patch length ragged against tiles of 32 x 16 x 16.
 SHAPES = [
     (2, 9, 7, 5, 20, 3, 1, 1, 1),
     (2, 9, 7, 5, 20, 3, 1, 1, 0),
@@ -114,33 +97,32 @@ SHAPES = [
 ]
 
 
-@pytest.mark.parametrize("n,h,w,c,f,k,s,d,p", SHAPES,
+@pytest.mark.parametrize("b,ih,iw,ci,co,ks,st,dl,pd", SHAPES,
                          ids=[f"s{s[6]}d{s[7]}p{s[8]}k{s[5]}" for s in SHAPES])
-def test_convolution_example_matches_torch_conv2d(gen, n, h, w, c, f, k, s,
-                                                  d, p):
-    a = torch.randn(n, h, w, c, generator=gen).half()
-    b = torch.randn(k, k, c, f, generator=gen).half()
-    out_c = convolution(a, b, s, d, p, 32, 16, 16, 2, 128)
-    ref_c = _reference(a, b, s, d, p)
-    assert out_c.dtype == torch.float16 and out_c.shape == ref_c.shape
-    torch.testing.assert_close(out_c.float(), ref_c, rtol=1e-2, atol=1e-2)
+def test_conv2d_matches_torch(gen, b, ih, iw, ci, co, ks, st, dl, pd):
+    img = torch.randn(b, ih, iw, ci, generator=gen).half()
+    flt = torch.randn(ks, ks, ci, co, generator=gen).half()
+    got = conv2d_nhwc(img, flt, st, dl, pd, 32, 16, 16, 2, 128)
+    want = conv2d_reference(img, flt, st, dl, pd)
+    assert got.dtype == torch.float16 and got.shape == want.shape
+    torch.testing.assert_close(got.float(), want, rtol=1e-2, atol=1e-2)
 
 
-def test_convolution_compiled_up_front_as_the_regression_run_does(gen):
-    kernel = convolution.compile(N=2, C=5, H=9, W=7, F=20, K=3, S=2, D=1,
-                                 P=1, block_M=32, block_N=16, block_K=16,
-                                 num_stages=2, threads=128)
+def test_conv2d_compiled_up_front(gen):
+    kernel = conv2d_nhwc.compile(B=2, IH=9, IW=7, CI=5, CO=20, KS=3,
+                                 stride=2, dilation=1, pad=1, tile_m=32,
+                                 tile_n=16, tile_k=16, stages=2,
+                                 nthreads=128)
     # The views are parameters of the kernel over their bases' storage.
-    assert ("kernel convolution(data: f16[2, 9, 7, 5], kernel_: f16[3, 3, "
-            "5, 20], out: f16[2, 5, 4, 20], kernel_flat: f16[45, 20], "
-            "out_flat: f16[40, 20])") in kernel.ir
-    assert "copy out_shared -> out_flat[by * 32:+32, bx * 16:+16]" \
-        in kernel.ir
-    a = torch.randn(2, 9, 7, 5, generator=gen).half()
-    b = torch.randn(3, 3, 5, 20, generator=gen).half()
-    torch.testing.assert_close(kernel(a, b).float(),
-                               _reference(a, b, 2, 1, 1), rtol=1e-2,
-                               atol=1e-2)
+    assert ("kernel conv2d_nhwc(img: f16[2, 9, 7, 5], flt: f16[3, 3, 5, "
+            "20], res: f16[2, 5, 4, 20], flt_mat: f16[45, 20], "
+            "res_mat: f16[40, 20])") in kernel.ir
+    assert "copy acc -> res_mat[pm * 32:+32, pn * 16:+16]" in kernel.ir
+    img = torch.randn(2, 9, 7, 5, generator=gen).half()
+    flt = torch.randn(3, 3, 5, 20, generator=gen).half()
+    torch.testing.assert_close(kernel(img, flt).float(),
+                               conv2d_reference(img, flt, 2, 1, 1),
+                               rtol=1e-2, atol=1e-2)
 
 
 # --- T.im2col on its own ---------------------------------------------------

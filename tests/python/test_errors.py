@@ -81,7 +81,7 @@ CASES = [
     ("unused_value", "T.exp(1.0) + bx  # HERE",
      "the value of this expression is unused"),
     ("while", "while True:  # HERE\n    pass",
-     "'While' statements are not supported"),
+     "unsupported while condition 'True'"),
     ("bool_condition", "if bx:  # HERE\n    T.clear(a)",
      "is not a bool; compare it explicitly"),
     ("gemm_rank", "T.gemm(A, A, r3)  # HERE", "T.gemm C must be a 2-d"),

@@ -22,56 +22,46 @@ def rng():
     return np.random.default_rng(seed)
 
 
-# TileLang's examples/gemv/example_gemv.py, gemv_alloc_reducer, as written
-# there (only the imports and the decorator's module differ).
-@kiln.jit(
-    pass_configs={
-        kiln.PassConfigKey.TL_DISABLE_TMA_LOWER: True,
-        kiln.PassConfigKey.TL_DISABLE_WARP_SPECIALIZED: True,
-    },
-)
-def gemv_alloc_reducer(
-    a, x, block_M=128, block_N=128, num_stages=2, threads=256,
-    dtype: T.dtype = T.float16, accum_dtype: T.dtype = T.float
-):
+# A matrix-vector product in TileLang's eager style: each block owns `rows`
+# outputs and walks the columns in chunks, every thread adding its products
+# into a reducer that the chunk's T.Parallel sums over its columns.
+@kiln.jit
+def matvec(mat, vec, rows=128, cols=128, stages=2, threads=256,
+           dtype: T.dtype = T.float16, acc: T.dtype = T.float32):
     M, N = T.const("M, N")
-    a: T.Tensor((M, N), dtype)
-    x: T.Tensor((N,), dtype)
-    o = T.empty((M,), dtype)
+    mat: T.Tensor((M, N), dtype)
+    vec: T.Tensor((N,), dtype)
+    out = T.empty((M,), dtype)
 
-    with T.Kernel(T.ceildiv(M, block_M), threads=threads) as i0_m:
-        o_reducer = T.alloc_reducer(block_M, accum_dtype, replication="all")
-        T.clear(o_reducer)
-        for i0_n in T.Pipelined(T.ceildiv(N, block_N), num_stages=num_stages):
-            a_smem = T.alloc_shared((block_M, block_N), dtype)
-            T.copy(a[i0_m * block_M, i0_n * block_N], a_smem)
-            a_frag = T.alloc_fragment((block_M, block_N), dtype)
-            T.copy(a_smem, a_frag)
-            x_frag = T.alloc_fragment(block_N, dtype)
-            T.copy(x[i0_n * block_N], x_frag)
-            for i1_m, i1_n in T.Parallel(block_M, block_N):
-                o_reducer[i1_m] += a_frag[i1_m, i1_n] * x_frag[i1_n]
-        T.finalize_reducer(o_reducer)
-        T.copy(o_reducer, o[i0_m * block_M])
+    with T.Kernel(T.ceildiv(M, rows), threads=threads) as blk:
+        total = T.alloc_reducer(rows, acc, op="sum", replication="all")
+        T.clear(total)
+        for chunk in T.Pipelined(T.ceildiv(N, cols), num_stages=stages):
+            tile = T.alloc_shared((rows, cols), dtype)
+            T.copy(mat[blk * rows, chunk * cols], tile)
+            part = T.alloc_fragment(cols, dtype)
+            T.copy(vec[chunk * cols], part)
+            for r, c in T.Parallel(rows, cols):
+                total[r] += tile[r, c] * part[c]
+        T.finalize_reducer(total)
+        T.copy(total, out[blk * rows])
 
-    return o
+    return out
 
 
 def test_gemv_with_a_sum_reducer(backend, rng):
     m = 3 * 64 + int(rng.integers(1, 63))
     n = 4 * 32 + int(rng.integers(1, 31))
-    kernel = gemv_alloc_reducer.compile(M=m, N=n, block_M=64, block_N=32)
+    kernel = matvec.compile(M=m, N=n, rows=64, cols=32)
     lines = [line.strip() for line in kernel.ir.splitlines()]
     # The update stores its term into a tile over the loop, reduced over
-    # the left-out i1_n after the loop into the reducer's current value.
-    assert "alloc fragment o_reducer_part: f32[64, 32]" in lines
-    assert "o_reducer_part[i1_m, i1_n] = a_frag[i1_m, i1_n] * " \
-        "x_frag[i1_n]" in lines
-    assert "reduce.sum o_reducer_part -> o_reducer, dim=1, clear=false" \
-        in lines
+    # the left-out c after the loop into the reducer's current value.
+    assert "alloc fragment total_part: f32[64, 32]" in lines
+    assert "total_part[r, c] = tile[r, c] * part[c]" in lines
+    assert "reduce.sum total_part -> total, dim=1, clear=false" in lines
     a = rng.uniform(-1, 1, (m, n)).astype(np.float16)
     x = rng.uniform(-1, 1, n).astype(np.float16)
-    o = gemv_alloc_reducer(a, x, 64, 32)
+    o = matvec(a, x, 64, 32)
     assert o.dtype == np.float16 and o.shape == (m,)
     want = a.astype(np.float32) @ x.astype(np.float32)
     np.testing.assert_allclose(o.astype(np.float32), want, rtol=1e-2,

@@ -24,7 +24,7 @@ import textwrap
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from kiln._dsl import expr as E
-from kiln._dsl import reducer, tileops, views
+from kiln._dsl import reducer, tileops, views, while_loop
 from kiln._dsl.dtypes import DType, to_ir
 from kiln._dsl.names import NameTable
 from kiln.errors import KilnSourceError
@@ -936,6 +936,9 @@ class _Translator:
             self.scope = self.scope.parent  # type: ignore[assignment]
             self.depth -= 1
         self.emit("}")
+
+    def stmt_While(self, node: ast.While) -> None:
+        while_loop.lower(self, node)  # the counted form (while_loop.py)
 
     def _persistent(self, node: ast.For, spec: LoopSpec) -> None:
         """T.Persistent: a serial loop over waves; in wave w this block's
