@@ -527,12 +527,7 @@ absl::Status Emitter::EmitStmt(const Stmt& s, bool element) {
           }
         }
         if constexpr (std::is_same_v<T, LetStmt>) {
-          auto v = Value(n.value);
-          if (!v.ok()) return v.status();
-          std::string name = Mangle(n.name);
-          Line("const " + RegType(v->type) + " " + name + " = " + v->code +
-               ";");
-          vars_[n.name] = {name, v->type};
+          KILN_GPU_RETURN_IF_ERROR(DeclareLet(n));
           NoteLet(n);
           return absl::OkStatus();
         } else if constexpr (std::is_same_v<T, StoreStmt>) {
@@ -871,6 +866,15 @@ absl::Status Emitter::EmitRasterize(const RasterizeStmt& r) {
 }
 
 // ------------------------------------------------------------ tile ops
+
+absl::Status Emitter::DeclareLet(const LetStmt& l) {
+  auto v = Value(l.value);
+  if (!v.ok()) return v.status();
+  const std::string name = Mangle(l.name);
+  Line("const " + RegType(v->type) + " " + name + " = " + v->code + ";");
+  vars_[l.name] = {name, v->type};
+  return absl::OkStatus();
+}
 
 absl::StatusOr<KernelSource> Emitter::Run() {
   threads_ = kp_.launch.threads;

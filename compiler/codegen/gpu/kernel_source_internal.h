@@ -204,6 +204,8 @@ class Emitter {
     }
     return CExpr{it->second.first, it->second.second};
   }
+  // Emits `const T name = value;` for a let and names its value.
+  absl::Status DeclareLet(const LetStmt& l);
   ExprEmitter Exprs() {
     return ExprEmitter(
         [this](const std::string& n) { return VarValue(n); },
@@ -553,6 +555,10 @@ void CollectUses(const Block& b, std::set<std::string>* used,
                  std::set<std::string>* declared);
 // Names an expression uses (variables and loaded buffers).
 void ExprUses(const Expr& e, std::set<std::string>* used);
+// Of `lets` (in body order), those `need` names, directly or through a
+// later one of them, in body order; their uses are added to `need`.
+std::vector<const LetStmt*> LetsNeeded(const std::vector<const LetStmt*>& lets,
+                                       std::set<std::string>* need);
 // Whether an integer expression is affine in `var` with a literal
 // coefficient (sums, differences, negation, products with an integer
 // literal; other terms free of `var`).

@@ -32,6 +32,16 @@ void ExprUses(const Expr& e, std::set<std::string>* used) {
   }
   for (const Expr& a : e.args) ExprUses(a, used);
 }
+std::vector<const LetStmt*> LetsNeeded(const std::vector<const LetStmt*>& lets,
+                                       std::set<std::string>* need) {
+  std::vector<const LetStmt*> kept;
+  for (size_t i = lets.size(); i-- > 0;) {
+    if (!need->count(lets[i]->name)) continue;
+    ExprUses(lets[i]->value, need);
+    kept.insert(kept.begin(), lets[i]);
+  }
+  return kept;
+}
 void RegionUses(const Region& r, std::set<std::string>* used) {
   used->insert(r.name);
   for (const Slice& s : r.slices) {

@@ -67,7 +67,9 @@ struct RingPlanner {
     for (const Stmt& s : f.body) {
       if (auto* c = std::get_if<CopyStmt>(&s.node)) writes[c->dst.name]++;
     }
-    // Lets that can be evaluated ahead, by the iteration they are for.
+    // Lets that can be evaluated ahead, by the iteration they are for (in
+    // body order, and by name).
+    std::vector<const LetStmt*> ahead_lets;
     std::set<std::string> ahead;
     for (const Stmt& s : f.body) {
       auto* l = std::get_if<LetStmt>(&s.node);
@@ -79,7 +81,10 @@ struct RingPlanner {
         if (n == f.var || ahead.count(n)) continue;
         if (declared.count(n) || written.count(n)) ok = false;
       }
-      if (ok) ahead.insert(l->name);
+      if (ok) {
+        ahead_lets.push_back(l);
+        ahead.insert(l->name);
+      }
     }
     RingPlan ring;
     ring.loop = &f;
@@ -126,12 +131,7 @@ struct RingPlanner {
     }
     if (ring.copies.empty()) return;
     // The lets the ring's copies need, with the earlier lets those use.
-    for (auto s = f.body.rbegin(); s != f.body.rend(); ++s) {
-      auto* l = std::get_if<LetStmt>(&s->node);
-      if (!l || !ahead.count(l->name) || !needed.count(l->name)) continue;
-      internal::ExprUses(l->value, &needed);
-      ring.lets.insert(ring.lets.begin(), l);
-    }
+    ring.lets = internal::LetsNeeded(ahead_lets, &needed);
     // (The TMA producer evaluates the lets it planned: ws.loop_lets.)
     bool producer_lets = true;
     for (const LetStmt* l : ring.lets) {

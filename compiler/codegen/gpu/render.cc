@@ -22,20 +22,22 @@ absl::StatusOr<RenderedKernel> RenderKernel(const Kernel& k,
                                         "; the target is ", o.target));
     }
   }
-  absl::StatusOr<KernelPlan> planned;
+  // The plan: the pipeline's, else one made here (without the TMA
+  // producer where asked), changed as the options say.
   const KernelPlan* given = o.warp_specialise ? o.plan : nullptr;
+  std::optional<KernelPlan> own;
   if (given == nullptr) {
     GpuDialect d = dialect;
     d.tma = d.tma && o.warp_specialise;
-    planned = PlanKernel(k, d);
+    absl::StatusOr<KernelPlan> planned = PlanKernel(k, d);
     if (!planned.ok()) return planned.status();
+    own = *std::move(planned);
   }
-  std::optional<KernelPlan> changed;
   if (o.producer_regs > 0) {
-    changed = given != nullptr ? *given : *planned;
-    changed->launch.producer_regs = o.producer_regs;
+    if (!own) own = *given;
+    own->launch.producer_regs = o.producer_regs;
   }
-  const KernelPlan& plan = changed ? *changed : given ? *given : *planned;
+  const KernelPlan& plan = own ? *own : *given;
   auto src = EmitKernelSource(k, plan, dialect);
   if (!src.ok()) return src.status();
   if (src->shared_bytes + src->static_shared_bytes > o.max_shared_bytes) {

@@ -115,13 +115,7 @@ std::vector<const LetStmt*> NeededLets(
     }
   };
   walk(b);
-  std::vector<const LetStmt*> kept;
-  for (size_t i = lets.size(); i-- > 0;) {
-    if (!need.count(lets[i]->name)) continue;
-    internal::ExprUses(lets[i]->value, &need);
-    kept.insert(kept.begin(), lets[i]);
-  }
-  return kept;
+  return internal::LetsNeeded(lets, &need);
 }
 
 // A copy the producer can issue as TMA loads: a whole tile of a tensor into
@@ -238,11 +232,7 @@ void PlanWarpSpecialised(const Kernel& k, const GpuDialect& dialect,
       ++others;
     }
     // The lets the copies need, with the earlier ones those use.
-    for (size_t i = lets.size(); i-- > 0;) {
-      if (!need.count(lets[i]->name)) continue;
-      internal::ExprUses(lets[i]->value, &need);
-      loop_lets->insert(loop_lets->begin(), lets[i]);
-    }
+    *loop_lets = internal::LetsNeeded(lets, &need);
     *fused = others > 0;
     return copies > 0 && gemms > 0;
   };

@@ -537,10 +537,7 @@ absl::Status Emitter::EmitProducer() {
     // The lets the copies' starts name, for this tile (the consumers'
     // declarations of them are out of scope here).
     for (const LetStmt* l : kp_.ws.producer_lets) {
-      auto v = Value(l->value);
-      if (!v.ok()) return v.status();
-      Line(StrCat("const ", RegType(v->type), " ", Mangle(l->name), " = ",
-                  v->code, ";"));
+      KILN_GPU_RETURN_IF_ERROR(DeclareLet(*l));
     }
   }
   // The tile's own loads (Q), into the next slot once the consumers have
@@ -578,10 +575,7 @@ absl::Status Emitter::EmitProducer() {
     Line(StrCat("const int kiln_slot = kiln_it % ", S, ";"));
     // The body's lets the loads' starts name, for this iteration.
     for (const LetStmt* l : kp_.ws.loop_lets) {
-      auto val = Value(l->value);
-      if (!val.ok()) return val.status();
-      Line(StrCat("const ", RegType(val->type), " ", Mangle(l->name), " = ",
-                  val->code, ";"));
+      KILN_GPU_RETURN_IF_ERROR(DeclareLet(*l));
     }
     // Each barrier group: wait until the consumers freed the slot, then
     // expect its bytes and issue its loads.
