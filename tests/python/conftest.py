@@ -1,8 +1,10 @@
-"""Shared fixtures: the package on sys.path, the kiln CLI, the backends."""
+"""Shared fixtures: the package on sys.path, the kiln CLI, the backends, a
+seeded random generator."""
 
 import os
 import sys
 
+import numpy as np
 import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -92,3 +94,12 @@ def fake_lib(cc, tmp_path, monkeypatch):
     yield lambda: lib.fake_last_call().decode()
     _client.set_default(None)
     _capi.reset_for_tests()
+
+
+@pytest.fixture
+def rng():
+    """A NumPy generator with a fresh seed, printed (shown when a test
+    fails)."""
+    seed = int(np.random.SeedSequence().entropy % (1 << 32))
+    print(f"random seed {seed}")
+    return np.random.default_rng(seed)

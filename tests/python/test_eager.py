@@ -15,13 +15,6 @@ import kiln.language as T
 from kiln.errors import KilnArgumentError, KilnSourceError
 
 
-@pytest.fixture
-def rng():
-    seed = int(np.random.SeedSequence().entropy % (1 << 32))
-    print(f"random seed {seed}")
-    return np.random.default_rng(seed)
-
-
 @kiln.jit
 def add(A, B, block_M: int, block_N: int, threads: int):
     M, N = T.const("M, N")

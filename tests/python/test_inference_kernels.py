@@ -11,13 +11,6 @@ import kiln.language as T
 import kernels
 
 
-@pytest.fixture
-def rng():
-    seed = int(np.random.SeedSequence().entropy % (1 << 32))
-    print(f"random seed {seed}")
-    return np.random.default_rng(seed)
-
-
 def paged_decode_reference(q, kc, vc, table, lens):
     """softmax(q K^T / sqrt(d)) V per query head over each sequence's
     tokens gathered from its pages; zeros for an empty sequence."""

@@ -14,13 +14,6 @@ import kernels
 M, N, K = T.symbolic("M"), T.symbolic("N"), T.symbolic("K")
 
 
-@pytest.fixture
-def rng():
-    seed = int(np.random.SeedSequence().entropy % (1 << 32))
-    print(f"random seed {seed}")  # shown when a test fails
-    return np.random.default_rng(seed)
-
-
 def ragged(rng, low, high, avoid=16):
     """A size in [low, high) that is not a multiple of ``avoid``."""
     while True:

@@ -21,13 +21,6 @@ def _client(libkiln_embedded):
     yield
 
 
-@pytest.fixture
-def rng():
-    seed = int(np.random.SeedSequence().entropy % (1 << 32))
-    print(f"random seed {seed}")  # shown when a test fails
-    return np.random.default_rng(seed)
-
-
 def _close(got, want, tol):
     got = np.asarray(got, np.float64)
     err = np.abs(got - want).max()

@@ -41,13 +41,6 @@ def client(tmp_path_factory):
     _client.set_default(None)
 
 
-@pytest.fixture
-def rng():
-    seed = int(np.random.SeedSequence().entropy % (1 << 32))
-    print(f"random seed {seed}")  # shown when a test fails
-    return np.random.default_rng(seed)
-
-
 def close(got, want, tol):
     """Max error relative to the reference's largest magnitude."""
     got = np.asarray(got, np.float64)

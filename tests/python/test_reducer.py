@@ -15,13 +15,6 @@ from kiln.layout import make_swizzled_layout
 from test_errors import line_of, load
 
 
-@pytest.fixture
-def rng():
-    seed = int(np.random.SeedSequence().entropy % (1 << 32))
-    print(f"random seed {seed}")
-    return np.random.default_rng(seed)
-
-
 # A matrix-vector product in TileLang's eager style: each block owns `rows`
 # outputs and walks the columns in chunks, every thread adding its products
 # into a reducer that the chunk's T.Parallel sums over its columns.

@@ -11,13 +11,6 @@ import kiln.language as T
 N = T.symbolic("N")
 
 
-@pytest.fixture
-def rng():
-    seed = int(np.random.SeedSequence().entropy % (1 << 32))
-    print(f"random seed {seed}")
-    return np.random.default_rng(seed)
-
-
 @kiln.jit(out_idx=[-1])
 def clamp_kernel(block=128, dtype: T.dtype = "float32"):
     # T.Tensor[...] subscripts, a macro whose parameters carry TileLang's

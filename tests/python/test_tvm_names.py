@@ -25,13 +25,6 @@ PACKAGE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))), "client", "python")
 
 
-@pytest.fixture
-def rng():
-    seed = int(np.random.SeedSequence().entropy % (1 << 32))
-    print(f"random seed {seed}")
-    return np.random.default_rng(seed)
-
-
 def run_python(code, extra_path=None):
     """Runs ``code`` in a fresh interpreter with kiln importable; returns
     its stdout."""
