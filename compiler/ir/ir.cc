@@ -248,8 +248,36 @@ std::string_view AssignOpSpelling(AssignOp op) {
       return "*=";
     case AssignOp::kDiv:
       return "/=";
+    case AssignOp::kMax:
+      return "max=";
+    case AssignOp::kMin:
+      return "min=";
   }
   return "?";
+}
+
+Expr CompoundValue(AssignOp op, Expr current, Expr value) {
+  const Loc loc = value.loc;
+  switch (op) {
+    case AssignOp::kMax:
+    case AssignOp::kMin:
+      return Expr::Call(op == AssignOp::kMax ? "max" : "min",
+                        {std::move(current), std::move(value)}, loc);
+    case AssignOp::kSub:
+      return Expr::Binary(BinaryOp::kSub, std::move(current), std::move(value),
+                          loc);
+    case AssignOp::kMul:
+      return Expr::Binary(BinaryOp::kMul, std::move(current), std::move(value),
+                          loc);
+    case AssignOp::kDiv:
+      return Expr::Binary(BinaryOp::kDiv, std::move(current), std::move(value),
+                          loc);
+    case AssignOp::kSet:
+    case AssignOp::kAdd:
+      break;
+  }
+  return Expr::Binary(BinaryOp::kAdd, std::move(current), std::move(value),
+                      loc);
 }
 
 }  // namespace kiln::compiler

@@ -222,7 +222,9 @@ struct LetStmt {  // let x = value
   bool operator==(const LetStmt&) const = default;
 };
 
-enum class AssignOp { kSet, kAdd, kSub, kMul, kDiv };
+// `max=` / `min=` keep the larger / smaller of the element and the value,
+// with the `max` / `min` builtins' numerics (a NaN wins).
+enum class AssignOp { kSet, kAdd, kSub, kMul, kDiv, kMax, kMin };
 
 struct StoreStmt {  // X[i, j] = value   (also += -= *= /=)
   std::string name;
@@ -302,6 +304,11 @@ std::string_view PolicyName(GemmPolicy p);
 std::string_view BinaryOpSpelling(BinaryOp op);
 std::string_view UnaryOpSpelling(UnaryOp op);
 std::string_view AssignOpSpelling(AssignOp op);
+
+// The value a compound store `X[..] op= value` writes, as an expression over
+// the element's current value: `current + value`, `max(current, value)`...
+// `op` is not kSet.
+Expr CompoundValue(AssignOp op, Expr current, Expr value);
 
 }  // namespace kiln::compiler
 

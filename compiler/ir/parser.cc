@@ -458,7 +458,18 @@ StoreStmt Parser::ParseStore() {
       return s;
     }
   }
-  Expected("'=', '+=', '-=', '*=' or '/='");
+  // `max=` / `min=`: the word, then '=' (the lexer has no such operator).
+  for (AssignOp op : {AssignOp::kMax, AssignOp::kMin}) {
+    const std::string_view word = op == AssignOp::kMax ? "max" : "min";
+    if (IsWord(word) && IsPunct("=", 1)) {
+      Take();
+      Take();
+      s.op = op;
+      s.value = ParseExpr();
+      return s;
+    }
+  }
+  Expected("'=', '+=', '-=', '*=', '/=', 'max=' or 'min='");
 }
 
 Region Parser::ParseRegion() {

@@ -44,10 +44,22 @@ bool IsMathFunction(std::string_view name) {
   return false;
 }
 
+}  // namespace
+
+std::optional<DType> FromBitsDType(std::string_view name) {
+  constexpr std::string_view kPrefix = "from_bits_";
+  if (name.substr(0, kPrefix.size()) != kPrefix) return std::nullopt;
+  std::optional<DType> d = ParseDType(name.substr(kPrefix.size()));
+  if (!d || !IsFloat(*d)) return std::nullopt;
+  return d;
+}
+
+namespace {
+
 // Number of arguments of a builtin, or -1 for an unknown name.
 int BuiltinArity(std::string_view name) {
-  if (name == "abs" || name == "isnan" || name == "isinf" ||
-      IsMathFunction(name)) {
+  if (name == "abs" || name == "isnan" || name == "isinf" || name == "bits" ||
+      FromBitsDType(name) || IsMathFunction(name)) {
     return 1;
   }
   if (name == "ceildiv" || name == "min" || name == "max") return 2;
@@ -209,6 +221,23 @@ Type CallResultType(std::string_view name, std::span<const Type> args,
       return UnifyNumbers(args[0], args[1]);
     }
     *error = StrCat("'ceildiv' takes integers; found ", ArgList(args));
+    return Type::Error();
+  }
+  if (name == "bits") {
+    // A float's bit pattern: u32 (zero-extended below 32 bits), i64 for f64.
+    if (args[0].kind == Type::Kind::kDType && IsFloat(args[0].dtype)) {
+      return Type::Of(args[0].dtype == DType::kF64 ? DType::kI64 : DType::kU32);
+    }
+    *error = StrCat(
+        "'bits' takes a float of a dtype (f16, bf16, f32, f64, "
+        "f8e4m3, f8e5m2; cast a literal first); found ",
+        ArgList(args));
+    return Type::Error();
+  }
+  if (std::optional<DType> d = FromBitsDType(name)) {
+    // The low bits of an integer read as the float's pattern.
+    if (args[0].IsInteger()) return Type::Of(*d);
+    *error = StrCat("'", name, "' takes an integer; found ", ArgList(args));
     return Type::Error();
   }
   for (const Type& t : args) {

@@ -272,12 +272,13 @@ void KernelVerifier::CheckStore(const Stmt& stmt, const StoreStmt& s,
                             "a 'parallel' body, or write tensors with copy "
                             "or atomic_add"));
     ok = false;
-  } else if (info->kind == NameKind::kTensor && s.op != AssignOp::kSet &&
-             s.op != AssignOp::kAdd) {
+  } else if (info->kind == NameKind::kTensor &&
+             (s.op == AssignOp::kSub || s.op == AssignOp::kMul ||
+              s.op == AssignOp::kDiv)) {
     Report(stmt.loc,
            StrCat("'", AssignOpSpelling(s.op), "' into tensor '", s.name,
-                  "': elements of a 'parallel' may race; '+=' "
-                  "(an atomic add) and '=' are the stores into a "
+                  "': elements of a 'parallel' may race; '=', and the "
+                  "atomic '+=', 'max=' and 'min=', are the stores into a "
                   "tensor element"));
     ok = false;
   } else if (info->kind != NameKind::kTile && info->kind != NameKind::kTensor) {
@@ -299,6 +300,15 @@ void KernelVerifier::CheckStore(const Stmt& stmt, const StoreStmt& s,
   }
   Type value = checker_.Check(s.value, rules);
   if (!ok || !info->valid || value.IsError() || s.op == AssignOp::kSet) return;
+  if (s.op == AssignOp::kMax || s.op == AssignOp::kMin) {
+    if (!info->type.IsNumber() || !value.IsNumber()) {
+      Report(stmt.loc,
+             StrCat("'", AssignOpSpelling(s.op), "' on ", info->type.ToString(),
+                    " tile '", s.name, "': needs numbers; found ",
+                    info->type.ToString(), " and ", value.ToString()));
+    }
+    return;
+  }
   BinaryOp op = CompoundOp(s.op);
   std::string error;
   BinaryResultType(op, info->type, value, &error);

@@ -1,10 +1,12 @@
 // Numerics the manual defines (numerics.tile, tile-ir.md §3): NaN wins in
 // max, min and the max/min/absmax reductions, as in torch and NumPy (issue
 // 22's probe rows: a NaN first, last, alone, beside infinities); isnan and
-// isinf; integer division, modulo and ceildiv by zero.
+// isinf; integer division, modulo and ceildiv by zero; the atomic tensor
+// stores `max=` and `min=`; the bit casts `bits` and `from_bits_DTYPE`.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -18,6 +20,8 @@ namespace {
 
 KILN_E2E_COVERS("numerics.tile", "nan_rows");
 KILN_E2E_COVERS("numerics.tile", "int_division");
+KILN_E2E_COVERS("numerics.tile", "col_extrema");
+KILN_E2E_COVERS("numerics.tile", "bit_patterns");
 
 constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -128,6 +132,128 @@ TEST_F(NumericsE2eTest, IntegerDivisionAndModuloByZeroAreDefined) {
   EXPECT_TRUE(AllClose(q, eq, Exact()));
   EXPECT_TRUE(AllClose(r, er, Exact()));
   EXPECT_TRUE(AllClose(c, ec, Exact()));
+}
+
+// `max=` / `min=` into tensors from every block (each output element gets
+// 8 rows per block from 12 blocks at once): the column extrema, merged with
+// what the outputs held, a NaN winning; i32 by the native atomics, f32 and
+// f64 by compare-and-swap loops, f16 on its 32-bit word beside a neighbour
+// that other threads update at the same time.
+TEST_F(NumericsE2eTest, AtomicMaxAndMinStoresMergeEveryBlocksValues) {
+  KILN_E2E_LOAD(kernel, "numerics.tile", "col_extrema");
+  const int64_t m = 93, n = 64;  // the last block holds 5 rows
+  HostTensor x = Random(DType::kF32, {m, n}, -3, 3);
+  x.Set(40 * n + 7, kNan);   // column 7: NaN in the middle
+  x.Set(92 * n + 8, kNan);   // column 8: NaN in the ragged last block
+  x.Set(3 * n + 9, kInf);    // column 9: +inf wins max, not min
+  x.Set(5 * n + 10, -kInf);  // column 10: -inf wins min
+  HostTensor col_max = Random(DType::kF32, {n}, -1, 1);
+  HostTensor col_min = Random(DType::kF32, {n}, -1, 1);
+  HostTensor half_max = Random(DType::kF16, {n}, -1, 1);
+  HostTensor wide_min = Random(DType::kF64, {n}, -1, 1);
+  HostTensor int_max = Random(DType::kI32, {n}, -2000, 2000);
+  HostTensor int_min = Random(DType::kI32, {n}, -2000, 2000);
+  const Values xv = x.Values();
+  Values emax = col_max.Values(), emin = col_min.Values(),
+         ehalf = half_max.Values(), ewide = wide_min.Values(),
+         eimax = int_max.Values(), eimin = int_min.Values();
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      const double v = xv[i * n + j];
+      const float f = static_cast<float>(v);
+      emax[j] = NanMax(emax[j], v);
+      emin[j] = NanMin(emin[j], v);
+      ehalf[j] = NanMax(ehalf[j], v);
+      ewide[j] = NanMin(ewide[j], v);
+      if (std::isfinite(f)) {
+        const double scaled = std::trunc(static_cast<double>(f * 1000.0f));
+        eimax[j] = std::max(eimax[j], scaled);
+        eimin[j] = std::min(eimin[j], scaled);
+      }
+    }
+  }
+  // The infinities convert to the saturated i32 range; leave those columns
+  // out of the integer check, and NaN (which converts to 0) too.
+  for (int64_t j : {7, 8, 9, 10}) {
+    eimax[j] = int_max.Get(j);
+    eimin[j] = int_min.Get(j);
+  }
+  const HostTensor int_max_before = int_max, int_min_before = int_min;
+  ASSERT_TRUE(Launch()
+                  .In(x)
+                  .InOut(col_max)
+                  .InOut(col_min)
+                  .InOut(half_max)
+                  .InOut(wide_min)
+                  .InOut(int_max)
+                  .InOut(int_min)
+                  .Run(*kernel));
+  EXPECT_TRUE(std::isnan(col_max.Get(7)) && std::isnan(col_min.Get(8)));
+  EXPECT_EQ(col_max.Get(9), kInf);
+  EXPECT_EQ(col_min.Get(10), -kInf);
+  // Every value is one of the inputs: exact, f16 rounded once.
+  EXPECT_TRUE(AllClose(col_max, emax, Exact()));
+  EXPECT_TRUE(AllClose(col_min, emin, Exact()));
+  EXPECT_TRUE(AllClose(wide_min, ewide, Exact()));
+  Values ehalf_rounded(n);
+  for (int64_t j = 0; j < n; ++j) {
+    HostTensor one(DType::kF16, {1});
+    one.Set(0, ehalf[j]);
+    ehalf_rounded[j] = one.Get(0);
+  }
+  EXPECT_TRUE(AllClose(half_max, ehalf_rounded, Exact()));
+  Values got_max = int_max.Values(), got_min = int_min.Values();
+  for (int64_t j : {7, 8, 9, 10}) {
+    got_max[j] = int_max_before.Get(j);
+    got_min[j] = int_min_before.Get(j);
+  }
+  EXPECT_EQ(got_max, eimax);
+  EXPECT_EQ(got_min, eimin);
+}
+
+// `bits` and `from_bits_*` against the host's own view of the same bytes:
+// every pattern of X, H and D (infinities, NaN, both zeros, subnormals
+// included; no NaN in H, whose payload the manual leaves open) and the
+// values with the sign flipped through the patterns.
+TEST_F(NumericsE2eTest, BitCastsReadTheStoredPatterns) {
+  KILN_E2E_LOAD(kernel, "numerics.tile", "bit_patterns");
+  const int64_t n = 300;
+  HostTensor x = Random(DType::kF32, {n}, -1e6, 1e6);
+  HostTensor h = Random(DType::kF16, {n}, -100, 100);
+  HostTensor d = Random(DType::kF64, {n}, -1e12, 1e12);
+  const double specials[] = {0.0, -0.0, kInf, -kInf, kNan, 1e-40, 6e-8, 1.0};
+  for (int64_t k = 0; k < 8; ++k) {
+    x.Set(k, specials[k]);
+    h.Set(k, k == 4 ? 65504.0 : specials[k]);  // (no NaN: see tile-ir.md)
+    d.Set(k, k == 5 ? 4e-320 : specials[k]);
+  }
+  HostTensor xb(DType::kU32, {n}), hb(DType::kU32, {n}), db(DType::kI64, {n}),
+      xn(DType::kF32, {n}), hn(DType::kF16, {n}), dn(DType::kF64, {n});
+  ASSERT_TRUE(Launch()
+                  .In(x)
+                  .In(h)
+                  .In(d)
+                  .Out(xb)
+                  .Out(hb)
+                  .Out(db)
+                  .Out(xn)
+                  .Out(hn)
+                  .Out(dn)
+                  .Run(*kernel));
+  auto word = [](HostTensor& t, int64_t i, size_t bytes) {
+    uint64_t v = 0;
+    std::memcpy(&v, static_cast<unsigned char*>(t.data()) + i * bytes, bytes);
+    return v;
+  };
+  for (int64_t i = 0; i < n; ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_EQ(word(xb, i, 4), word(x, i, 4));
+    EXPECT_EQ(word(hb, i, 4), word(h, i, 2));
+    EXPECT_EQ(word(db, i, 8), word(d, i, 8));
+    EXPECT_EQ(word(xn, i, 4), word(x, i, 4) ^ 0x80000000u);
+    EXPECT_EQ(word(hn, i, 2), word(h, i, 2) ^ 0x8000u);
+    EXPECT_EQ(word(dn, i, 8), word(d, i, 8) ^ (uint64_t{1} << 63));
+  }
 }
 
 }  // namespace

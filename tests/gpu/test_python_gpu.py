@@ -330,6 +330,48 @@ def test_element_atomic_add_on_cuda():
     assert torch.equal(grad, want)
 
 
+@pytest.mark.parametrize("dtype", (torch.float32, torch.float16,
+                                   torch.int32))
+def test_element_atomic_max_on_cuda(dtype):
+    # T.atomic_max from many blocks into repeated segment rows
+    # (tests/python/test_atomics.py), against torch's scatter_reduce.
+    import test_atomics
+    tokens, width, segments = 4099, 96, 37
+    name = {torch.float32: "float32", torch.float16: "float16",
+            torch.int32: "int32"}[dtype]
+    kernel = test_atomics.segment_max(tokens, width, segments, dtype=name)
+    if dtype == torch.int32:
+        rows = torch.randint(-10**6, 10**6, (tokens, width), device="cuda",
+                             generator=gen).to(dtype)
+    else:
+        rows = randn(tokens, width, dtype=dtype)
+        rows[17, 3] = float("nan")
+    seg = torch.randint(0, segments, (tokens,), device="cuda",
+                        generator=gen).to(torch.int32)
+    best = torch.zeros(segments, width, device="cuda", dtype=dtype)
+    want = best.clone().scatter_reduce_(
+        0, seg.long()[:, None].expand(-1, width), rows, "amax")
+    if dtype != torch.int32:
+        want[seg[17], 3] = float("nan")  # Kiln's max: a NaN wins
+    kernel(rows, seg, best)
+    torch.cuda.synchronize()
+    torch.testing.assert_close(best, want, rtol=0, atol=0, equal_nan=True)
+    if dtype != torch.int32:
+        assert torch.isnan(best[seg[17], 3])
+
+
+def test_region_atomic_min_on_cuda():
+    import test_atomics
+    rows, cols = 1000, 333
+    kernel = test_atomics.column_min(rows, cols)
+    data = randn(rows, cols, dtype=torch.float32)
+    low = torch.zeros(cols, device="cuda")
+    want = torch.minimum(low, data.min(dim=0).values)
+    kernel(data, low)
+    torch.cuda.synchronize()
+    assert torch.equal(low, want)
+
+
 def test_fragment_elements_outside_parallel_on_cuda():
     batch, heads, splits = 4, 32, 9
     lse = torch.rand(batch, heads, splits, device="cuda", generator=gen) * 6 - 3

@@ -15,9 +15,9 @@ def load(tmp_path, source, name="my_kernel"):
     path = tmp_path / f"{name}.py"
     path.write_text(HEADER + textwrap.dedent(source))
     spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module, str(path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod, str(path)
 
 
 def line_of(path, marker):
@@ -257,12 +257,12 @@ def test_error_inside_a_macro_points_at_the_macro_line(tmp_path):
 
 
 @pytest.mark.parametrize("construct", ["thread_binding", "call_extern",
-                                       "alloc_barrier", "atomic_max"])
+                                       "alloc_barrier", "make_tensor"])
 def test_tilelang_constructs_kiln_lacks_are_named(tmp_path, construct):
     module, path = load(tmp_path, f"""
         def build():
             @T.prim_func
-            def main(A: T.Tensor((128,), "float32")):
+            def main(X: T.Tensor((128,), "float32")):
                 with T.Kernel(1, threads=128) as bx:
                     x = T.{construct}(0, 128)  # HERE
             return main
@@ -272,4 +272,23 @@ def test_tilelang_constructs_kiln_lacks_are_named(tmp_path, construct):
     assert info.value.lineno == line_of(path, "# HERE")
     assert f"T.{construct} is not supported: " in str(info.value)
     assert construct in kiln.language.UNSUPPORTED
+
+
+def test_a_pointer_annotation_says_why_when_the_function_is_defined(
+        tmp_path):
+    # `T.ptr` in a signature is read by Python when the function is
+    # defined, before Kiln translates it: the AttributeError names it.
+    with pytest.raises(AttributeError,
+                       match=r"T.ptr is not supported: raw pointers") as info:
+        load(tmp_path, """
+            @T.prim_func
+            def main(Ptrs: T.Tensor((4,), T.ptr)):  # HERE
+                with T.Kernel(1, threads=32) as bx:
+                    pass
+            """)
+    path = str(tmp_path / "my_kernel.py")
+    # (pytest's traceback entries count lines from 0.)
+    assert any(str(frame.path) == path and
+               frame.lineno + 1 == line_of(path, "# HERE")
+               for frame in info.traceback)
 

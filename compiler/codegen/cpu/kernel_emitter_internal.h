@@ -66,9 +66,13 @@ class KernelEmitter {
   // Stores `reg` (a register value of the buffer's dtype).
   void StoreElement(const Buffer& buffer, llvm::Value* offset,
                     llvm::Value* reg);
-  // `buffer[offset] += value`, atomically (a tensor parameter).
-  absl::Status AtomicAdd(const Buffer& buffer, llvm::Value* offset,
-                         TypedValue value, const Loc& loc);
+  // `buffer[offset] op= value` (`+=`, `max=` or `min=`), atomically (a
+  // tensor parameter).
+  absl::Status AtomicUpdate(const Buffer& buffer, llvm::Value* offset,
+                            AssignOp op, TypedValue value, const Loc& loc);
+  // The value `op=` makes of the element's current value and `value`.
+  absl::StatusOr<TypedValue> Combine(AssignOp op, TypedValue current,
+                                     TypedValue value);
   // For i4/u4: the byte holding element `offset` and the nibble's shift.
   std::pair<llvm::Value*, llvm::Value*> NibbleAddress(const Buffer& buffer,
                                                       llvm::Value* offset);

@@ -5,11 +5,14 @@
 // 2. Plain `=` into a tensor is a plain store, except a nibble, which is
 //    written with two atomic bit operations (and, then or) so that another
 //    block writing the other nibble of the byte is not lost.
-// 3. `+=` into a tensor is atomic: atomicrmw add / fadd when the hardware
-//    has it for the element type, else a compare-exchange loop on the
-//    element's bits (16- and 8-bit floats, nibbles, mixed-type adds).
-// 4. Other compound stores (`-= *= /=`, and `+=` into tiles) read, compute
-//    with the operator's types, convert to the element dtype and write.
+// 3. `+=`, `max=` and `min=` into a tensor are atomic: atomicrmw add / fadd /
+//    max / min when the hardware has it for the element type and the
+//    operation's type is the element's, else a compare-exchange loop on the
+//    element's bits (16- and 8-bit floats, nibbles, mixed types, float
+//    max/min, whose NaN rule atomicrmw does not have).
+// 4. Other compound stores (`-= *= /=`, and all of them into tiles) read,
+//    compute with the operator's types, convert to the element dtype and
+//    write.
 #include "compiler/codegen/cpu/kernel_emitter_internal.h"
 #include "compiler/ir/format.h"
 
@@ -17,22 +20,6 @@ namespace kiln::compiler::cpu {
 namespace {
 
 bool IsNibble(DType t) { return t == DType::kI4 || t == DType::kU4; }
-
-std::optional<BinaryOp> CompoundOp(AssignOp op) {
-  switch (op) {
-    case AssignOp::kAdd:
-      return BinaryOp::kAdd;
-    case AssignOp::kSub:
-      return BinaryOp::kSub;
-    case AssignOp::kMul:
-      return BinaryOp::kMul;
-    case AssignOp::kDiv:
-      return BinaryOp::kDiv;
-    case AssignOp::kSet:
-      break;
-  }
-  return std::nullopt;
-}
 
 }  // namespace
 
@@ -127,12 +114,14 @@ absl::Status KernelEmitter::EmitStore(const StoreStmt& s, const Loc& loc) {
                            Offset(*buffer, s.indices, 0, loc));
   KILN_CG_ASSIGN_OR_RETURN(TypedValue value, EmitExpr(s.value));
   const Type elem = Type::Of(buffer->dtype);
-  if (s.op == AssignOp::kAdd && buffer->is_tensor) {
-    return AtomicAdd(*buffer, offset, value, loc);
+  const bool atomic = s.op == AssignOp::kAdd || s.op == AssignOp::kMax ||
+                      s.op == AssignOp::kMin;
+  if (atomic && buffer->is_tensor) {
+    return AtomicUpdate(*buffer, offset, s.op, value, loc);
   }
-  if (std::optional<BinaryOp> op = CompoundOp(s.op)) {
-    TypedValue old = LoadElement(*buffer, offset);
-    absl::StatusOr<TypedValue> r = scalar_.Binary(*op, old, value);
+  if (s.op != AssignOp::kSet) {
+    absl::StatusOr<TypedValue> r =
+        Combine(s.op, LoadElement(*buffer, offset), value);
     if (!r.ok()) return Error(loc, std::string(r.status().message()));
     value = *r;
   }
@@ -142,27 +131,63 @@ absl::Status KernelEmitter::EmitStore(const StoreStmt& s, const Loc& loc) {
   return absl::OkStatus();
 }
 
-absl::Status KernelEmitter::AtomicAdd(const Buffer& buffer, llvm::Value* offset,
-                                      TypedValue value, const Loc& loc) {
+absl::StatusOr<TypedValue> KernelEmitter::Combine(AssignOp op,
+                                                  TypedValue current,
+                                                  TypedValue value) {
+  switch (op) {
+    case AssignOp::kMax:
+    case AssignOp::kMin: {
+      const TypedValue args[] = {current, value};
+      return scalar_.Call(op == AssignOp::kMax ? "max" : "min", args);
+    }
+    case AssignOp::kSub:
+      return scalar_.Binary(BinaryOp::kSub, current, value);
+    case AssignOp::kMul:
+      return scalar_.Binary(BinaryOp::kMul, current, value);
+    case AssignOp::kDiv:
+      return scalar_.Binary(BinaryOp::kDiv, current, value);
+    case AssignOp::kSet:
+    case AssignOp::kAdd:
+      break;
+  }
+  return scalar_.Binary(BinaryOp::kAdd, current, value);
+}
+
+absl::Status KernelEmitter::AtomicUpdate(const Buffer& buffer,
+                                         llvm::Value* offset, AssignOp op,
+                                         TypedValue value, const Loc& loc) {
   const DType d = buffer.dtype;
   const Type elem = Type::Of(d);
+  const bool add = op == AssignOp::kAdd;
   std::string error;
-  const Type sum_type =
-      BinaryResultType(BinaryOp::kAdd, elem, value.type, &error);
-  if (sum_type.IsError()) {
-    return Error(loc, StrCat("'+=' into '", buffer.name, "': ", error));
+  const Type op_type =
+      add ? BinaryResultType(BinaryOp::kAdd, elem, value.type, &error)
+          : UnifyNumbers(elem, value.type);
+  if (op_type.IsError()) {
+    if (error.empty()) error = "needs numbers";
+    return Error(loc, StrCat("'", AssignOpSpelling(op), "' into '", buffer.name,
+                             "': ", error));
   }
   llvm::Type* storage = scalar_.StorageType(d);
-  const bool native_int = IsInteger(d) && !IsNibble(d) && sum_type.IsInteger();
+  // A wrapping add commutes with the conversion to the element type; max
+  // and min do not, so they take the native form only in the element type.
+  const bool native_int = IsInteger(d) && !IsNibble(d) &&
+                          (add ? op_type.IsInteger() : op_type == elem);
   const bool native_float =
-      (d == DType::kF32 || d == DType::kF64) && sum_type == elem;
+      add && (d == DType::kF32 || d == DType::kF64) && op_type == elem;
   if (native_int || native_float) {
     KILN_CG_ASSIGN_OR_RETURN(TypedValue v, scalar_.Convert(value, elem));
     llvm::Value* ptr = b_.CreateInBoundsGEP(storage, buffer.base, offset);
-    b_.CreateAtomicRMW(
-        native_int ? llvm::AtomicRMWInst::Add : llvm::AtomicRMWInst::FAdd, ptr,
-        v.value, llvm::Align(DTypeBits(d) / 8),
-        llvm::AtomicOrdering::Monotonic);
+    const bool is_signed = IsSignedType(elem);
+    llvm::AtomicRMWInst::BinOp rmw =
+        native_float ? llvm::AtomicRMWInst::FAdd
+        : add        ? llvm::AtomicRMWInst::Add
+        : op == AssignOp::kMax
+            ? (is_signed ? llvm::AtomicRMWInst::Max : llvm::AtomicRMWInst::UMax)
+            : (is_signed ? llvm::AtomicRMWInst::Min
+                         : llvm::AtomicRMWInst::UMin);
+    b_.CreateAtomicRMW(rmw, ptr, v.value, llvm::Align(DTypeBits(d) / 8),
+                       llvm::AtomicOrdering::Monotonic);
     return absl::OkStatus();
   }
   // Compare-exchange on the element's bits (the byte, for a nibble).
@@ -196,10 +221,11 @@ absl::Status KernelEmitter::AtomicAdd(const Buffer& buffer, llvm::Value* offset,
   } else {
     cur = b_.CreateBitCast(old, storage);
   }
-  absl::StatusOr<TypedValue> sum =
-      scalar_.Binary(BinaryOp::kAdd, {elem, cur}, value);
-  if (!sum.ok()) return Error(loc, std::string(sum.status().message()));
-  KILN_CG_ASSIGN_OR_RETURN(TypedValue next, scalar_.Convert(*sum, elem));
+  absl::StatusOr<TypedValue> combined = Combine(op, {elem, cur}, value);
+  if (!combined.ok()) {
+    return Error(loc, std::string(combined.status().message()));
+  }
+  KILN_CG_ASSIGN_OR_RETURN(TypedValue next, scalar_.Convert(*combined, elem));
   llvm::Value* bits;
   if (IsNibble(d)) {
     llvm::Value* keep = b_.CreateNot(b_.CreateShl(b_.getInt8(0xF), shift));

@@ -496,6 +496,27 @@ absl::StatusOr<TypedValue> ScalarEmitter::Call(
     KILN_CG_ASSIGN_OR_RETURN(TypedValue y, Convert(args[2], t));
     return TypedValue{t, b_.CreateSelect(args[0].value, x.value, y.value)};
   }
+  if (name == "bits") {
+    // The pattern in storage (a narrow float's i16 / i8), then widened.
+    const DType d = args[0].type.dtype;
+    llvm::Value* v = ToStorage(args[0].value, d);
+    if (!v->getType()->isIntegerTy()) {
+      v = b_.CreateBitCast(v,
+                           b_.getIntNTy(static_cast<unsigned>(DTypeBits(d))));
+    }
+    return TypedValue{t, b_.CreateZExtOrTrunc(v, RegType(t))};
+  }
+  if (std::optional<DType> d = FromBitsDType(name)) {
+    // The argument's low bits, two's complement, as the float's pattern.
+    const unsigned width = static_cast<unsigned>(DTypeBits(*d));
+    KILN_CG_ASSIGN_OR_RETURN(
+        TypedValue wide,
+        Convert(args[0], Type::Of(width == 64 ? DType::kI64 : DType::kU32)));
+    llvm::Value* pattern = b_.CreateTrunc(wide.value, b_.getIntNTy(width));
+    llvm::Type* storage = StorageType(*d);
+    if (!storage->isIntegerTy()) pattern = b_.CreateBitCast(pattern, storage);
+    return TypedValue{t, FromStorage(pattern, *d)};
+  }
   if (name == "isnan" || name == "isinf") {
     llvm::Value* x = args[0].value;
     if (!args[0].type.IsFloat()) return TypedValue{t, b_.getFalse()};

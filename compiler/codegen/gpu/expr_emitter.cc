@@ -379,6 +379,35 @@ absl::StatusOr<CExpr> ExprEmitter::Call(const std::string& raw_name,
         Type::Of(IsDoubleType(args[0].type) ? DType::kF64 : DType::kF32));
     return CExpr{"kiln::" + name + "_(" + x.code + ")", t};
   }
+  if (name == "bits") {
+    // A float's pattern: narrow floats live in registers as f32 (already
+    // rounded), so their storage bits are exact.
+    const DType d = args[0].type.dtype;
+    if (d == DType::kF64) {
+      return CExpr{"((long long)__double_as_longlong(" + args[0].code + "))",
+                   t};
+    }
+    if (d == DType::kF32) {
+      return CExpr{"((unsigned)__float_as_uint(" + args[0].code + "))", t};
+    }
+    return CExpr{"((unsigned)kiln::to_bits<" + NarrowTag(d) + ">((float)(" +
+                     args[0].code + ")))",
+                 t};
+  }
+  if (std::optional<DType> d = FromBitsDType(name)) {
+    if (*d == DType::kF64) {
+      CExpr x = Convert(args[0], Type::Of(DType::kI64));
+      return CExpr{"__longlong_as_double((long long)(" + x.code + "))", t};
+    }
+    CExpr x = Convert(args[0], Type::Of(DType::kU32));
+    if (*d == DType::kF32) {
+      return CExpr{"__uint_as_float((unsigned)(" + x.code + "))", t};
+    }
+    const std::string mask = DTypeBits(*d) == 16 ? "0xffffu" : "0xffu";
+    return CExpr{"kiln::from_bits<" + NarrowTag(*d) + ">((unsigned)(" + x.code +
+                     ") & " + mask + ")",
+                 t};
+  }
   const std::string ct = RegType(t);
   if (name == "select") {
     CExpr x = Convert(args[1], t), y = Convert(args[2], t);

@@ -120,8 +120,16 @@ absl::StatusOr<std::string> Emitter::StoreCode(const std::string& name,
   auto v = Value(value_expr);
   if (!v.ok()) return v.status();
   CExpr val = *v;
-  if (b->tensor && op == AssignOp::kAdd) {
-    // `+=` into a tensor is an atomic add (tile-ir.md §8).
+  const bool atomic =
+      op == AssignOp::kAdd || op == AssignOp::kMax || op == AssignOp::kMin;
+  if (b->tensor && atomic) {
+    // `+=`, `max=` and `min=` into a tensor are atomic (tile-ir.md §8). The
+    // value is converted to the element type first: that commutes with a
+    // wrapping add, and with max and min, since rounding is monotonic (an
+    // integer element's max/min take a value of the element's type).
+    const std::string fn = op == AssignOp::kAdd   ? "add"
+                           : op == AssignOp::kMax ? "max"
+                                                  : "min";
     CExpr x = Convert(val, t);
     std::string addr = "&" + b->code + "[" + *off + "]";
     switch (b->dtype) {
@@ -129,21 +137,21 @@ absl::StatusOr<std::string> Emitter::StoreCode(const std::string& name,
       case DType::kBF16:
       case DType::kF8E4M3:
       case DType::kF8E5M2:
-        return "kiln::atomic_add_narrow<" + NarrowTag(b->dtype) + ">(" + addr +
-               ", " + x.code + ");";
+        return "kiln::atomic_" + fn + "_narrow<" + NarrowTag(b->dtype) + ">(" +
+               addr + ", " + x.code + ");";
       case DType::kI8:
       case DType::kU8:
       case DType::kI16:
-        return "kiln::atomic_add_small_int(" + addr + ", (" + RegType(t) + ")" +
-               x.code + ");";
+        return "kiln::atomic_" + fn + "_small_int(" + addr + ", (" +
+               RegType(t) + ")" + x.code + ");";
       case DType::kF32:
       case DType::kF64:
       case DType::kI32:
       case DType::kU32:
       case DType::kI64:
-        return "kiln::atomic_add(" + addr + ", " + x.code + ");";
+        return "kiln::atomic_" + fn + "(" + addr + ", " + x.code + ");";
       default:
-        return absl::UnimplementedError(StrCat("atomic add into a ",
+        return absl::UnimplementedError(StrCat("atomic ", fn, " into a ",
                                                DTypeName(b->dtype),
                                                " tensor on ", dialect_.vendor));
     }
@@ -151,15 +159,11 @@ absl::StatusOr<std::string> Emitter::StoreCode(const std::string& name,
   if (op != AssignOp::kSet) {
     auto cur = LoadValue(name, idx);
     if (!cur.ok()) return cur.status();
-    BinaryOp bop = op == AssignOp::kAdd   ? BinaryOp::kAdd
-                   : op == AssignOp::kSub ? BinaryOp::kSub
-                   : op == AssignOp::kMul ? BinaryOp::kMul
-                                          : BinaryOp::kDiv;
     // Reuse the expression emitter's operator semantics on the two values.
     // (The value stays an expression: a division looks at its divisor.)
     std::string tmp = StrCat("kiln_cur", uid_++);
     vars_[tmp] = {cur->code, cur->type};
-    auto r = Value(Expr::Binary(bop, Expr::Var(tmp), value_expr));
+    auto r = Value(CompoundValue(op, Expr::Var(tmp), value_expr));
     if (!r.ok()) return r.status();
     val = *r;
   }
@@ -539,11 +543,8 @@ absl::Status Emitter::EmitStmt(const Stmt& s, bool element) {
             // order it against earlier statements).
             Expr value = n.value;
             if (n.op != AssignOp::kSet) {
-              const BinaryOp bop = n.op == AssignOp::kAdd   ? BinaryOp::kAdd
-                                   : n.op == AssignOp::kSub ? BinaryOp::kSub
-                                   : n.op == AssignOp::kMul ? BinaryOp::kMul
-                                                            : BinaryOp::kDiv;
-              value = Expr::Binary(bop, Expr::Load(n.name, n.indices), n.value);
+              value =
+                  CompoundValue(n.op, Expr::Load(n.name, n.indices), n.value);
             }
             auto v = Value(value);
             if (!v.ok()) return v.status();

@@ -24,7 +24,7 @@ import textwrap
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from kiln._dsl import expr as E
-from kiln._dsl import reducer, tileops, views, while_loop
+from kiln._dsl import atomics, reducer, tileops, views, while_loop
 from kiln._dsl.dtypes import DType, to_ir
 from kiln._dsl.names import NameTable
 from kiln.errors import KilnSourceError
@@ -1313,8 +1313,8 @@ class _Translator:
         if op is not None:
             if op.startswith("alloc_"):
                 raise KilnSourceError(f"assign T.{op}(...) to a name")
-            if op == "atomic_add" and self.in_parallel:
-                tileops.atomic_element(self, op, fn.__wrapped__, args, kwargs)
+            if op in atomics.STORE_OPS and self.in_parallel:
+                atomics.element(self, op, fn.__wrapped__, args, kwargs)
                 return None
             self._need_tile_context(f"T.{op}")
             tileops.run(self, op, fn.__wrapped__, args, kwargs)

@@ -15,7 +15,7 @@ import numbers
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
 from kiln._dsl import expr as E
-from kiln._dsl import im2col, reducer
+from kiln._dsl import atomics, im2col, reducer
 from kiln._dsl.dtypes import itemsize_bits, to_ir
 from kiln.errors import KilnSourceError
 from kiln.layout import IndexMap, Layout
@@ -106,6 +106,25 @@ def _is_unit(d: Any) -> bool:
     return isinstance(d, numbers.Integral) and d == 1
 
 
+def corner_extents(buf: Any, other: Optional[Tuple[Any, ...]],
+                   what: str) -> Tuple[int, List[Any]]:
+    """An all-index access of ``buf`` naming the corner of a region shaped
+    like ``other``: how many leading dims stay indices, and the extents of
+    the rest (``other`` less leading unit dims that ``buf`` lacks)."""
+    if other is None:
+        raise KilnSourceError(
+            f"{what}: '{buf.py_name}[...]' names one element; give a "
+            "region with slices (a:b or :)")
+    rank = len(buf.shape)
+    ext = list(other)
+    while len(ext) > rank and _is_unit(ext[0]):
+        ext.pop(0)
+    if len(ext) > rank:
+        raise KilnSourceError(f"{what}: a {len(ext)}-d tile does not fit the "
+                              f"{rank}-d '{buf.py_name}'")
+    return rank - len(ext), ext
+
+
 def region(t: "_Translator", value: Any, what: str,
            other: Optional[Tuple[Any, ...]] = None) -> Tuple[str, List[Any]]:
     """The IR text and shape of an operand. An all-index access takes its
@@ -118,18 +137,7 @@ def region(t: "_Translator", value: Any, what: str,
         raise KilnSourceError(f"{what}: '{buf.py_name}' has {rank} dims; "
                               f"got {len(items)} indices")
     if all(it[0] == "idx" for it in items):
-        if other is None:
-            raise KilnSourceError(
-                f"{what}: '{buf.py_name}[...]' names one element; give a "
-                "region with slices (a:b or :)")
-        ext = list(other)
-        while len(ext) > rank and _is_unit(ext[0]):
-            ext.pop(0)
-        if len(ext) > rank:
-            raise KilnSourceError(
-                f"{what}: a {len(ext)}-d tile does not fit the "
-                f"{rank}-d '{buf.py_name}'")
-        lead = rank - len(ext)
+        lead, ext = corner_extents(buf, other, what)
         parts = [t.r(it[1]) for it in items[:lead]]
         parts += [f"{t.r(it[1])}:+{t.r(e)}"
                   for it, e in zip(items[lead:], ext)]
@@ -407,31 +415,6 @@ def _atomic_add(t: "_Translator", a: Dict[str, Any]) -> None:
     t.emit(f"atomic_add {dst}, {src}")
 
 
-def atomic_element(t: "_Translator", op: str, fn: Callable,
-                   args: List[Any], kwargs: Dict[str, Any]) -> None:
-    """``T.atomic_add(Out[i, j], v)`` inside T.Parallel: an atomic add
-    into one element of a global tensor (the tile IR's ``Out[i, j] += v``;
-    out-of-range elements are skipped)."""
-    from kiln._dsl.frontend import Access, _scalar
-    a = _bind(op, fn, args, kwargs)
-    if a["return_prev"]:
-        raise KilnSourceError(f"T.{op}(return_prev=True) is not supported: "
-                              "the element form returns nothing")
-    dst = a["dst"]
-    if not isinstance(dst, Access) or not dst.all_indices() or \
-            len(dst.items) != len(dst.buffer.shape):
-        raise KilnSourceError(
-            f"T.{op} inside T.Parallel adds into one element: "
-            "T.atomic_add(Out[i, j], value)")
-    if dst.buffer.scope != "global":
-        raise KilnSourceError(
-            f"T.{op} writes into a global tensor; '{dst.buffer.py_name}' is "
-            f"a {dst.buffer.scope} tile")
-    value = _scalar(a["value"])
-    index = ", ".join(t.r(it[1]) for it in dst.items)
-    t.emit(f"{dst.buffer.name}[{index}] += {t.r(value)}")
-
-
 def _use_swizzle(t: "_Translator", a: Dict[str, Any]) -> None:
     if not _bool(a["enable"], "enable"):
         return
@@ -538,6 +521,8 @@ _HANDLERS: Dict[str, Callable] = {
     "reduce_min": _reduce_op("min"), "reduce_sum": _reduce_op("sum"),
     "reduce_absmax": _reduce_op("absmax"), "cumsum": _cumsum,
     "atomic_add": _atomic_add, "use_swizzle": _use_swizzle,
+    "atomic_max": lambda t, a: atomics.region(t, "atomic_max", a),
+    "atomic_min": lambda t, a: atomics.region(t, "atomic_min", a),
     "annotate_layout": _annotate_layout, "assume": _assume,
     "finalize_reducer": reducer.finalize,
     "im2col": im2col.lower, "c2d_im2col": im2col.lower,

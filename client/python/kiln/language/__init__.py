@@ -442,6 +442,22 @@ def atomic_add(dst, value, memory_order=None, return_prev=False,
 
 
 @_tile_op
+def atomic_max(dst, value, memory_order=None, return_prev=False,
+               annotations=None):
+    """Atomically keeps the larger of each global element and the value:
+    one element inside T.Parallel, or a tile into a global region (a NaN
+    wins, as in ``T.max``)."""
+
+
+@_tile_op
+def atomic_min(dst, value, memory_order=None, return_prev=False,
+               annotations=None):
+    """Atomically keeps the smaller of each global element and the value:
+    one element inside T.Parallel, or a tile into a global region (a NaN
+    wins, as in ``T.min``)."""
+
+
+@_tile_op
 def im2col(img, col, nhw_step, c_step, kernel, stride, dilation, pad,
            eviction_policy=None, annotations=None):
     """Fills the [block_M, block_K] tile ``col`` with the im2col patch of the
@@ -633,7 +649,14 @@ _BARRIERS = "the compiler places barriers and mbarriers itself"
 _REDUCER_V2 = ("initialise a T.alloc_reducer tile with T.clear or T.fill and "
                "update it inside T.Parallel as `r[i] += v` or "
                "`r[i] = T.max(r[i], v)`")
+_POINTERS = ("raw pointers: a kernel reaches memory only through its tensor "
+             "parameters, whose shapes the verifier checks every access "
+             "against; pass each tensor, or stack same-shape tensors into "
+             "one and index it (a grouped GEMM: one [G, M, K] tensor, or "
+             "rows and offsets)")
 UNSUPPORTED = {
+    "ptr": _POINTERS, "make_tensor": _POINTERS, "match_buffer": _POINTERS,
+    "access_ptr": _POINTERS, "address_of": _POINTERS,
     "thread_binding": _THREADS, "launch_thread": _THREADS,
     "get_thread_binding": _THREADS, "get_lane_idx": _THREADS,
     "get_warp_idx": _THREADS, "shfl_xor": _THREADS, "shfl_down": _THREADS,
@@ -646,10 +669,6 @@ UNSUPPORTED = {
     "mbarrier_arrive": _BARRIERS, "sync_threads": _BARRIERS,
     "create_tma_descriptor": "the compiler builds TMA descriptors itself",
     "tma_copy": "T.copy uses TMA where the plan picks it",
-    "atomic_max": "element atomics other than T.atomic_add are not "
-                  "supported yet",
-    "atomic_min": "element atomics other than T.atomic_add are not "
-                  "supported yet",
     "reducer_init": _REDUCER_V2, "reducer_update": _REDUCER_V2,
 }
 
@@ -667,3 +686,13 @@ def prim_func(func: Optional[Callable] = None, **_options: Any) -> Any:
 __all__ = [name for name in dir() if not name.startswith("_") and name not in
            ("annotations", "enum", "Any", "Callable", "Optional", "Sequence",
             "Tuple", "Expr", "Symbol", "KilnSourceError", "to_ir")]
+
+
+def __getattr__(name: str) -> Any:
+    """A TileLang name Kiln does not provide, read outside a kernel body
+    (an annotation such as ``T.Tensor([n], T.ptr)`` is evaluated when the
+    function is defined): the AttributeError says why and what to write."""
+    reason = UNSUPPORTED.get(name)
+    if reason:
+        raise AttributeError(f"T.{name} is not supported: {reason}")
+    raise AttributeError(f"module 'kiln.language' has no attribute '{name}'")

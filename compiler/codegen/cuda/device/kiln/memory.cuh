@@ -3,8 +3,8 @@
 // sign- or zero-extended), stores take it and round or pack. Packed i4/u4
 // stores update one nibble with atomics on its 32-bit word, so two threads
 // writing the two nibbles of one byte never lose each other's write.
-// Atomic adds for `atomic_add` (global memory, out-of-range skipped by the
-// caller).
+// Atomic adds, maxima and minima for `atomic_add` and the tensor stores `+=`,
+// `max=`, `min=` (global memory, out-of-range skipped by the caller).
 #ifndef KILN_DEVICE_MEMORY_CUH_
 #define KILN_DEVICE_MEMORY_CUH_
 
@@ -105,6 +105,85 @@ template <typename T>
 __device__ __forceinline__ void atomic_add_small_int(T* p, T v) {
   atomic_update_sub_word(p, sizeof(T), [v](u32 c) {
     return static_cast<u32>(static_cast<T>(static_cast<T>(c) + v));
+  });
+}
+
+// max / min: integers natively; floats by a compare-and-swap loop on their
+// bits with max_ / min_, so a NaN wins as everywhere else (tile-ir.md §3).
+// The loop stops early when the element already holds the result.
+template <typename Combine>
+__device__ __forceinline__ void atomic_update_f32(float* p, Combine combine) {
+  u32* word = reinterpret_cast<u32*>(p);
+  u32 old = *word, assumed;
+  do {
+    assumed = old;
+    const u32 next = __float_as_uint(combine(__uint_as_float(assumed)));
+    if (next == assumed) return;
+    old = atomicCAS(word, assumed, next);
+  } while (old != assumed);
+}
+template <typename Combine>
+__device__ __forceinline__ void atomic_update_f64(double* p, Combine combine) {
+  u64* word = reinterpret_cast<u64*>(p);
+  u64 old = *word, assumed;
+  do {
+    assumed = old;
+    const u64 next = static_cast<u64>(__double_as_longlong(
+        combine(__longlong_as_double(static_cast<long long>(assumed)))));
+    if (next == assumed) return;
+    old = atomicCAS(word, assumed, next);
+  } while (old != assumed);
+}
+__device__ __forceinline__ void atomic_max(int* p, int v) { atomicMax(p, v); }
+__device__ __forceinline__ void atomic_min(int* p, int v) { atomicMin(p, v); }
+__device__ __forceinline__ void atomic_max(unsigned* p, unsigned v) {
+  atomicMax(p, v);
+}
+__device__ __forceinline__ void atomic_min(unsigned* p, unsigned v) {
+  atomicMin(p, v);
+}
+__device__ __forceinline__ void atomic_max(long long* p, long long v) {
+  atomicMax(p, v);
+}
+__device__ __forceinline__ void atomic_min(long long* p, long long v) {
+  atomicMin(p, v);
+}
+__device__ __forceinline__ void atomic_max(float* p, float v) {
+  atomic_update_f32(p, [v](float c) { return max_(c, v); });
+}
+__device__ __forceinline__ void atomic_min(float* p, float v) {
+  atomic_update_f32(p, [v](float c) { return min_(c, v); });
+}
+__device__ __forceinline__ void atomic_max(double* p, double v) {
+  atomic_update_f64(p, [v](double c) { return max_(c, v); });
+}
+__device__ __forceinline__ void atomic_min(double* p, double v) {
+  atomic_update_f64(p, [v](double c) { return min_(c, v); });
+}
+template <typename N>
+__device__ __forceinline__ void atomic_max_narrow(
+    typename Narrow<N>::Storage* p, float v) {
+  atomic_update_sub_word(p, sizeof(typename Narrow<N>::Storage), [v](u32 c) {
+    return static_cast<u32>(to_bits<N>(max_(from_bits<N>(c), v)));
+  });
+}
+template <typename N>
+__device__ __forceinline__ void atomic_min_narrow(
+    typename Narrow<N>::Storage* p, float v) {
+  atomic_update_sub_word(p, sizeof(typename Narrow<N>::Storage), [v](u32 c) {
+    return static_cast<u32>(to_bits<N>(min_(from_bits<N>(c), v)));
+  });
+}
+template <typename T>
+__device__ __forceinline__ void atomic_max_small_int(T* p, T v) {
+  atomic_update_sub_word(p, sizeof(T), [v](u32 c) {
+    return static_cast<u32>(max_(static_cast<T>(c), v));
+  });
+}
+template <typename T>
+__device__ __forceinline__ void atomic_min_small_int(T* p, T v) {
+  atomic_update_sub_word(p, sizeof(T), [v](u32 c) {
+    return static_cast<u32>(min_(static_cast<T>(c), v));
   });
 }
 

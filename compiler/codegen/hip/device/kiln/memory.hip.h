@@ -75,6 +75,79 @@ __device__ inline void atomic_add_small_int(T* p, T v) {
   });
 }
 
+// ---- atomic maxima and minima
+// ---------------------------------------------
+// Integers natively; floats by a compare-and-swap loop on their bits with
+// max_ / min_, so a NaN wins as everywhere else (tile-ir.md §3).
+template <typename T, typename W, typename Combine>
+__device__ inline void atomic_update_word(T* p, Combine combine) {
+  static_assert(sizeof(T) == sizeof(W), "one word per element");
+  W* word = reinterpret_cast<W*>(p);
+  W seen = __hip_atomic_load(word, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
+  while (true) {
+    T cur;
+    __builtin_memcpy(&cur, &seen, sizeof(T));
+    const T next = combine(cur);
+    W bits;
+    __builtin_memcpy(&bits, &next, sizeof(T));
+    if (bits == seen) return;
+    const W prev = atomicCAS(word, seen, bits);
+    if (prev == seen) return;
+    seen = prev;
+  }
+}
+__device__ inline void atomic_max(int* p, int v) { atomicMax(p, v); }
+__device__ inline void atomic_min(int* p, int v) { atomicMin(p, v); }
+__device__ inline void atomic_max(unsigned* p, unsigned v) { atomicMax(p, v); }
+__device__ inline void atomic_min(unsigned* p, unsigned v) { atomicMin(p, v); }
+// (HIP has no signed 64-bit atomicMax / atomicMin.)
+__device__ inline void atomic_max(long long* p, long long v) {
+  atomic_update_word<long long, u64>(p,
+                                     [v](long long c) { return max_(c, v); });
+}
+__device__ inline void atomic_min(long long* p, long long v) {
+  atomic_update_word<long long, u64>(p,
+                                     [v](long long c) { return min_(c, v); });
+}
+__device__ inline void atomic_max(float* p, float v) {
+  atomic_update_word<float, u32>(p, [v](float c) { return max_(c, v); });
+}
+__device__ inline void atomic_min(float* p, float v) {
+  atomic_update_word<float, u32>(p, [v](float c) { return min_(c, v); });
+}
+__device__ inline void atomic_max(double* p, double v) {
+  atomic_update_word<double, u64>(p, [v](double c) { return max_(c, v); });
+}
+__device__ inline void atomic_min(double* p, double v) {
+  atomic_update_word<double, u64>(p, [v](double c) { return min_(c, v); });
+}
+template <typename N>
+__device__ inline void atomic_max_narrow(typename Narrow<N>::Storage* p,
+                                         float v) {
+  atomic_rmw_narrow<sizeof(typename Narrow<N>::Storage)>(
+      p,
+      [v](u32 old) -> u32 { return to_bits<N>(max_(from_bits<N>(old), v)); });
+}
+template <typename N>
+__device__ inline void atomic_min_narrow(typename Narrow<N>::Storage* p,
+                                         float v) {
+  atomic_rmw_narrow<sizeof(typename Narrow<N>::Storage)>(
+      p,
+      [v](u32 old) -> u32 { return to_bits<N>(min_(from_bits<N>(old), v)); });
+}
+template <typename T>
+__device__ inline void atomic_max_small_int(T* p, T v) {
+  atomic_rmw_narrow<sizeof(T)>(p, [v](u32 old) -> u32 {
+    return static_cast<u32>(max_(static_cast<T>(old), v));
+  });
+}
+template <typename T>
+__device__ inline void atomic_min_small_int(T* p, T v) {
+  atomic_rmw_narrow<sizeof(T)>(p, [v](u32 old) -> u32 {
+    return static_cast<u32>(min_(static_cast<T>(old), v));
+  });
+}
+
 }  // namespace kiln
 
 #endif  // KILN_DEVICE_MEMORY_HIP_H_
