@@ -57,14 +57,13 @@ def graph_of(fn):
 
 
 def graph_ms(g, replays):
-    start = torch.cuda.Event(enable_timing=True)
-    stop = torch.cuda.Event(enable_timing=True)
-    start.record()
+    begin, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
+    begin.record()
     for _ in range(replays):
         g.replay()
-    stop.record()
+    end.record()
     torch.cuda.synchronize()
-    return start.elapsed_time(stop) / (replays * REPS)
+    return begin.elapsed_time(end) / (replays * REPS)
 
 
 def paired(fns, rounds=7, warm_ms=200.0):

@@ -27,14 +27,13 @@ HEADS, KV_HEADS, DIM = 32, 8, 128
 
 
 def time_ms(fn, iters):
-    start = torch.cuda.Event(enable_timing=True)
-    stop = torch.cuda.Event(enable_timing=True)
-    start.record()
+    begin, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
+    begin.record()
     for _ in range(iters):
         fn()
-    stop.record()
+    end.record()
     torch.cuda.synchronize()
-    return start.elapsed_time(stop) / iters
+    return begin.elapsed_time(end) / iters
 
 
 def paired(fn, ref, rounds=7):

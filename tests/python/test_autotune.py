@@ -115,12 +115,12 @@ def scaled_copy(n, block=None, bug=False):
 
     @T.prim_func
     def main(A: T.Tensor((n,), "float32"), B: T.Tensor((n,), "float32")):
-        with T.Kernel(T.ceildiv(n, block), threads=128) as bx:
+        with T.Kernel(T.ceildiv(n, block), threads=128) as blk:
             a = T.alloc_fragment((block,), "float32")
-            T.copy(A[bx * block], a)
+            T.copy(A[blk * block], a)
             for i in T.Parallel(block):
                 a[i] = a[i] * 2.0 + (1.0 if bug else 0.0)
-            T.copy(a, B[bx * block])
+            T.copy(a, B[blk * block])
 
     return main
 

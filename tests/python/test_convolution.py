@@ -195,9 +195,9 @@ def load(tmp_path, name, source):
     path = tmp_path / f"{name}.py"
     path.write_text("import kiln.language as T\n" + textwrap.dedent(source))
     spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module, str(path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod, str(path)
 
 
 def test_im2col_errors_name_the_argument(tmp_path):

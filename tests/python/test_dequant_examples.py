@@ -301,10 +301,8 @@ def test_fp4_half_gemm_feature_major(backend, gen):
     assert same_bits(Yt.numpy(), want)
 
 
-@tilelang.jit(
-    out_idx=[-1],
-    pass_configs={tilelang.PassConfigKey.TL_DISABLE_WARP_SPECIALIZED: True},
-)
+@tilelang.jit(out_idx=[-1], pass_configs={
+    tilelang.PassConfigKey.TL_DISABLE_WARP_SPECIALIZED: True})
 def fp4_gemm_bf16(M, N, K, exp_shift=0, block_M=32, block_N=64, block_K=128,
                   stages=2, threads=128):
     """Y = X @ (2**exp_shift * W).T in bfloat16, W (N, K) packed e2m1; the

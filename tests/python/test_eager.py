@@ -22,11 +22,11 @@ def add(A, B, block_M: int, block_N: int, threads: int):
     B: T.Tensor((M, N), T.float32)
     C = T.empty((M, N), T.float32)
     with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M),
-                  threads=threads) as (bx, by):
-        for i, j in T.Parallel(block_M, block_N):
-            C[by * block_M + i, bx * block_N + j] = \
-                A[by * block_M + i, bx * block_N + j] + \
-                B[by * block_M + i, bx * block_N + j]
+                  threads=threads) as (cb, rb):
+        for r, c in T.Parallel(block_M, block_N):
+            C[rb * block_M + r, cb * block_N + c] = \
+                A[rb * block_M + r, cb * block_N + c] + \
+                B[rb * block_M + r, cb * block_N + c]
     return C
 
 
@@ -36,11 +36,11 @@ def add_prim(M, N, block_M, block_N, threads):
     def add(A: T.Tensor((M, N), T.float32), B: T.Tensor((M, N), T.float32),
             C: T.Tensor((M, N), T.float32)):
         with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M),
-                      threads=threads) as (bx, by):
-            for i, j in T.Parallel(block_M, block_N):
-                C[by * block_M + i, bx * block_N + j] = \
-                    A[by * block_M + i, bx * block_N + j] + \
-                    B[by * block_M + i, bx * block_N + j]
+                      threads=threads) as (cb, rb):
+            for r, c in T.Parallel(block_M, block_N):
+                C[rb * block_M + r, cb * block_N + c] = \
+                    A[rb * block_M + r, cb * block_N + c] + \
+                    B[rb * block_M + r, cb * block_N + c]
 
     return add
 
@@ -52,17 +52,18 @@ def matmul(A, B, block_M, block_N, block_K, dtype=T.float16,
     A: T.Tensor[[M, K], dtype]
     B: T.Tensor[[K, N], dtype]
     C = T.empty((M, N), dtype)
+    steps = T.ceildiv(K, block_K)
     with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M),
-                  threads=128) as (bx, by):
-        A_shared = T.alloc_shared((block_M, block_K), dtype)
-        B_shared = T.alloc_shared((block_K, block_N), dtype)
-        C_local = T.alloc_fragment((block_M, block_N), accum_dtype)
-        T.clear(C_local)
-        for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=3):
-            T.copy(A[by * block_M, k * block_K], A_shared)
-            T.copy(B[k * block_K, bx * block_N], B_shared)
-            T.gemm(A_shared, B_shared, C_local)
-        T.copy(C_local, C[by * block_M, bx * block_N])
+                  threads=128) as (cb, rb):
+        a = T.alloc_shared((block_M, block_K), dtype)
+        b = T.alloc_shared((block_K, block_N), dtype)
+        acc = T.alloc_fragment((block_M, block_N), accum_dtype)
+        T.clear(acc)
+        for s in T.Pipelined(steps, num_stages=3):
+            T.copy(A[rb * block_M, s * block_K], a)
+            T.copy(B[s * block_K, cb * block_N], b)
+            T.gemm(a, b, acc)
+        T.copy(acc, C[rb * block_M, cb * block_N])
     return C
 
 
@@ -76,17 +77,17 @@ def row_stats(X, scale, block_M=4):
     Sum = T.empty((M,), "float32")
     Max = T.empty((M,), "float32")
     assert N <= 256, "one tile per row"
-    with T.Kernel(T.ceildiv(M, block_M), threads=128) as bx:
+    with T.Kernel(T.ceildiv(M, block_M), threads=128) as blk:
         x = T.alloc_fragment((block_M, N), "float32")
         s = T.alloc_fragment((block_M,), "float32")
         m = T.alloc_fragment((block_M,), "float32")
-        T.copy(X[bx * block_M, 0], x)
+        T.copy(X[blk * block_M, 0], x)
         T.reduce_sum(x, s, dim=1)
         T.reduce_max(x, m, dim=1)
         for i in T.Parallel(block_M):
             s[i] = s[i] * scale
-        T.copy(s, Sum[bx * block_M])
-        T.copy(m, Max[bx * block_M])
+        T.copy(s, Sum[blk * block_M])
+        T.copy(m, Max[blk * block_M])
     return Sum, Max
 
 

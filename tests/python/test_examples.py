@@ -11,11 +11,12 @@ EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
 
 
 def load(name):
-    spec = importlib.util.spec_from_file_location(
-        f"example_{name}", os.path.join(EXAMPLES, f"{name}.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """The example `name`.py, imported from its path."""
+    path = os.path.join(EXAMPLES, f"{name}.py")
+    found = importlib.util.spec_from_file_location(f"example_{name}", path)
+    example = importlib.util.module_from_spec(found)
+    found.loader.exec_module(example)
+    return example
 
 
 @pytest.mark.parametrize("name", ["gemm", "flash_attention"])

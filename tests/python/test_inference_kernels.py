@@ -137,7 +137,7 @@ def test_mla_decode_matches_numpy(rng, page, block_n, splits, heads):
     assert not out[2].any()  # the empty sequence
 
 
-@pytest.mark.parametrize("dtype", ["float32", "int32"])
+@pytest.mark.parametrize("dtype", ("float32", "int32"))
 def test_element_atomic_add_sums_repeated_indices(rng, dtype):
     rows, dim, tokens = 7, 96, 203
     kernel = kernels.scatter_add(rows, dim, tokens, dtype=dtype)

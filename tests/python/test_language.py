@@ -59,14 +59,14 @@ def test_floor_division_of_integers_becomes_ir_slash():
 
     @T.prim_func
     def k(A: T.Tensor((N,), "float32"), B: T.Tensor((N,), "float32")):
-        with T.Kernel(T.ceildiv(N, 128), threads=128) as bx:
+        with T.Kernel(T.ceildiv(N, 128), threads=128) as blk:
             a = T.alloc_fragment((128,), "float32")
-            T.copy(A[bx * 128], a)
+            T.copy(A[blk * 128], a)
             for i in T.Parallel(128):
-                a[i] = A[(bx * 128 + i) // 2] + A[N // 3] + 7 // 2
-            T.copy(a, B[bx * 128])
+                a[i] = A[(blk * 128 + i) // 2] + A[N // 3] + 7 // 2
+            T.copy(a, B[blk * 128])
 
-    assert "a[i] = A[(bx * 128 + i) / 2] + A[N / 3] + 3" in body(k)
+    assert "a[i] = A[(blk * 128 + i) / 2] + A[N / 3] + 3" in body(k)
 
 
 def test_python_values_fold_and_static_if_picks_a_branch():

@@ -172,21 +172,21 @@ def nan_row_stats(M, N, block_M=4, dtype="float32"):
     @T.prim_func
     def main(X: T.Tensor((M, N), dtype), Max: T.Tensor((M,), dtype),
              AbsMax: T.Tensor((M,), dtype), Nans: T.Tensor((M,), "int32")):
-        with T.Kernel(T.ceildiv(M, block_M), threads=128) as bx:
+        with T.Kernel(T.ceildiv(M, block_M), threads=128) as blk:
             x = T.alloc_fragment((block_M, N), dtype)
             mx = T.alloc_fragment((block_M,), dtype)
             am = T.alloc_fragment((block_M,), dtype)
             flags = T.alloc_fragment((block_M, N), "int32")
             cnt = T.alloc_fragment((block_M,), "int32")
-            T.copy(X[bx * block_M, 0], x)
+            T.copy(X[blk * block_M, 0], x)
             T.reduce_max(x, mx, dim=1)
             T.reduce_absmax(x, am, dim=1)
             for i, j in T.Parallel(block_M, N):
                 flags[i, j] = T.if_then_else(T.isnan(x[i, j]), 1, 0)
             T.reduce_sum(flags, cnt, dim=1)
-            T.copy(mx, Max[bx * block_M])
-            T.copy(am, AbsMax[bx * block_M])
-            T.copy(cnt, Nans[bx * block_M])
+            T.copy(mx, Max[blk * block_M])
+            T.copy(am, AbsMax[blk * block_M])
+            T.copy(cnt, Nans[blk * block_M])
 
     return main
 

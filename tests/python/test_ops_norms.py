@@ -297,7 +297,7 @@ def test_wrappers_match_torch_in_float64(rng):
 
 
 @needs_torch
-@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("dtype", ("float16", "bfloat16"))
 def test_half_precision_matches_torch(rng, dtype):
     from kiln.ops import cross_entropy, layer_norm, rms_norm, softmax
     dt = getattr(torch, dtype)

@@ -16,14 +16,14 @@ def axpy(n=1000, block=256, dtype="float32"):
     @T.prim_func
     def main(X: T.Tensor((n,), dtype), Y: T.Tensor((n,), dtype),
              Z: T.Tensor((n,), dtype)):
-        with T.Kernel(T.ceildiv(n, block), threads=128) as bx:
+        with T.Kernel(T.ceildiv(n, block), threads=128) as blk:
             x = T.alloc_fragment((block,), dtype)
             y = T.alloc_fragment((block,), dtype)
-            T.copy(X[bx * block], x)
-            T.copy(Y[bx * block], y)
+            T.copy(X[blk * block], x)
+            T.copy(Y[blk * block], y)
             for i in T.Parallel(block):
                 x[i] = x[i] * 2.0 + y[i]
-            T.copy(x, Z[bx * block])
+            T.copy(x, Z[blk * block])
     return main
 
 
@@ -84,10 +84,10 @@ def test_what_the_profiler_cannot_choose_is_refused_clearly():
     def scaled(alpha_dims=False):
         @T.prim_func
         def main(X: T.Tensor((N,), "float32"), Y: T.Tensor((N,), "float32")):
-            with T.Kernel(T.ceildiv(N, 128), threads=128) as bx:
+            with T.Kernel(T.ceildiv(N, 128), threads=128) as blk:
                 x = T.alloc_fragment((128,), "float32")
-                T.copy(X[bx * 128], x)
-                T.copy(x, Y[bx * 128])
+                T.copy(X[blk * 128], x)
+                T.copy(x, Y[blk * 128])
         return main
 
     with pytest.raises(kiln.KilnArgumentError, match="symbolic dims"):

@@ -68,7 +68,7 @@ def row_extremes(block_M=8, block_N=16):
     @T.prim_func
     def main(A: T.Tensor((M, N), "float32"), Max: T.Tensor((M,), "float32"),
              Min: T.Tensor((M,), "float32")):
-        with T.Kernel(T.ceildiv(M, block_M), threads=128) as bx:
+        with T.Kernel(T.ceildiv(M, block_M), threads=128) as rb:
             hi = T.alloc_reducer((block_M,), "float32", op="max")
             lo = T.alloc_reducer((block_M,), "float32", op="min",
                                  replication="none")
@@ -76,17 +76,17 @@ def row_extremes(block_M=8, block_N=16):
             T.fill(lo, T.infinity("float32"))
             for k in T.serial(T.ceildiv(N, block_N)):
                 a = T.alloc_fragment((block_M, block_N), "float32")
-                T.copy(A[bx * block_M, k * block_N], a)
-                for i, j in T.Parallel(block_M, block_N):
+                T.copy(A[rb * block_M, k * block_N], a)
+                for r, c in T.Parallel(block_M, block_N):
                     # Under an `if`: the temporary starts at -inf.
-                    if k * block_N + j < N:
-                        hi[i] = T.max(hi[i], a[i, j])
-                    lo[i] = T.min(T.if_then_else(k * block_N + j < N,
-                                                 a[i, j], 1e30), lo[i])
+                    if k * block_N + c < N:
+                        hi[r] = T.max(hi[r], a[r, c])
+                    lo[r] = T.min(T.if_then_else(k * block_N + c < N,
+                                                 a[r, c], 1e30), lo[r])
             T.finalize_reducer(hi)
             T.finalize_reducer(lo)
-            T.copy(hi, Max[bx * block_M])
-            T.copy(lo, Min[bx * block_M])
+            T.copy(hi, Max[rb * block_M])
+            T.copy(lo, Min[rb * block_M])
     return main
 
 
@@ -94,7 +94,7 @@ def test_max_and_min_reducers(backend, rng):
     kernel = row_extremes()
     lines = [line.strip() for line in kernel.ir.splitlines()]
     assert "fill hi_part, -inf" in lines
-    assert "hi_part[i, j] = max(hi_part[i, j], a[i, j])" in lines
+    assert "hi_part[r, c] = max(hi_part[r, c], a[r, c])" in lines
     assert "reduce.max hi_part -> hi, dim=1, clear=false" in lines
     assert "reduce.min lo_part -> lo, dim=1, clear=false" in lines
     m = 2 * 8 + int(rng.integers(1, 7))
@@ -112,16 +112,16 @@ def column_sums(block_M=8, block_N=16):
 
     @T.prim_func
     def main(A: T.Tensor((M, N), "float32"), S: T.Tensor((N,), "float32")):
-        with T.Kernel(T.ceildiv(N, block_N), threads=128) as bx:
+        with T.Kernel(T.ceildiv(N, block_N), threads=128) as cb:
             s = T.alloc_reducer(block_N, "float32")
             T.fill(s, 0.5)  # the reduction adds to the current value
             for k in T.serial(T.ceildiv(M, block_M)):
                 a = T.alloc_fragment((block_M, block_N), "float32")
-                T.copy(A[k * block_M, bx * block_N], a)
-                for i, j in T.Parallel(block_M, block_N):
-                    s[j] += a[i, j]
+                T.copy(A[k * block_M, cb * block_N], a)
+                for r, c in T.Parallel(block_M, block_N):
+                    s[c] += a[r, c]
             T.finalize_reducer(s)
-            T.copy(s, S[bx * block_N])
+            T.copy(s, S[cb * block_N])
     return main
 
 

@@ -57,25 +57,25 @@ def scale_kernel(hints, block=128):
     # or without them.
     @T.prim_func
     def main(A: T.Tensor((N,), "float32"), B: T.Tensor((N,), "float32")):
-        with T.Kernel(T.ceildiv(N, block), threads=128) as bx:
+        with T.Kernel(T.ceildiv(N, block), threads=128) as blk:
             s = T.alloc_shared((block,), "float32")
             x = T.alloc_fragment((block,), "float32")
             if hints:
                 T.no_set_max_nreg()
                 T.disable_warp_group_reg_alloc()
                 with T.ws(1):
-                    T.copy(A[bx * block], s)
+                    T.copy(A[blk * block], s)
                 with T.ws(0):
                     T.copy(s, x)
                     for i in T.Parallel(block):
                         x[i] = x[i] * 3
-                    T.copy(x, B[bx * block])
+                    T.copy(x, B[blk * block])
             else:
-                T.copy(A[bx * block], s)
+                T.copy(A[blk * block], s)
                 T.copy(s, x)
                 for i in T.Parallel(block):
                     x[i] = x[i] * 3
-                T.copy(x, B[bx * block])
+                T.copy(x, B[blk * block])
     return main
 
 

@@ -23,16 +23,16 @@ def clamp_kernel(block=128, dtype: T.dtype = "float32"):
 
     @T.prim_func
     def main(kernel: T.Tensor[(N,), dtype], Y: T.Buffer[(N,), dtype]):
-        with T.Kernel(T.ceildiv(N, block), threads=128) as bx:
+        with T.Kernel(T.ceildiv(N, block), threads=128) as blk:
             s = T.alloc_shared((block,), dtype)
             x = T.alloc_fragment((block,), dtype)
             for _ in T.Pipelined(1, num_stages=1, order=[0, 1],
                                  stage=[0, 0], group=[[0], [1]]):
-                T.copy(kernel[bx * block], s)
+                T.copy(kernel[blk * block], s)
             load(x, s)
             for i in T.Parallel(block):
                 x[i] = T.clamp(x[i], -0.5, 0.5)
-            T.copy(x, Y[bx * block])
+            T.copy(x, Y[blk * block])
     return main
 
 
@@ -41,7 +41,7 @@ def test_tilelang_spellings_build_the_same_ir_as_kiln_spellings(backend, rng):
     ir = k.ir
     # The keyword-named parameter gets an IR name of its own.
     assert "kernel main(kernel_: f32[N], Y: f32[N])" in ir
-    assert "copy kernel_[bx * 128:+128] -> s" in ir
+    assert "copy kernel_[blk * 128:+128] -> s" in ir
     assert "x[i] = max(min(x[i], 0.5), -0.5)" in ir
     n = 1000 + int(rng.integers(1, 127))
     a = rng.standard_normal(n).astype(np.float32)
@@ -54,17 +54,17 @@ def test_a_bool_mask_compares_with_integers(backend, rng):
         @T.prim_func
         def main(Mask: T.Tensor((N,), "bool"), X: T.Tensor((N,), "float32"),
                  Y: T.Tensor((N,), "float32")):
-            with T.Kernel(T.ceildiv(N, 128), threads=128) as bx:
+            with T.Kernel(T.ceildiv(N, 128), threads=128) as blk:
                 m = T.alloc_fragment((128,), "bool")
                 x = T.alloc_fragment((128,), "float32")
-                T.copy(Mask[bx * 128], m)
-                T.copy(X[bx * 128], x)
+                T.copy(Mask[blk * 128], m)
+                T.copy(X[blk * 128], x)
                 for i in T.Parallel(128):
                     if m[i] == 1:
                         x[i] = 0.0
                     if 0 != m[i]:
                         x[i] = x[i] + 1.0
-                T.copy(x, Y[bx * 128])
+                T.copy(x, Y[blk * 128])
         return main
 
     k = masked()
@@ -130,9 +130,9 @@ def test_a_compound_store_into_a_tensor_is_refused():
     with pytest.raises(kiln.KilnSourceError, match="may race"):
         @T.prim_func
         def main(X: T.Tensor((N,), "float32")):
-            with T.Kernel(T.ceildiv(N, 128), threads=128) as bx:
+            with T.Kernel(T.ceildiv(N, 128), threads=128) as blk:
                 for i in T.Parallel(128):
-                    X[bx * 128 + i] += 1.0
+                    X[blk * 128 + i] += 1.0
         main.ir  # (translated on first use)
 
 

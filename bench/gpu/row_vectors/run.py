@@ -7,7 +7,7 @@ torch.cuda.init(); torch.zeros(1, device="cuda")
 def check(r):
     assert r == 0, r
 M, N = 16384, 4096
-x = torch.randn(M, N, device="cuda", dtype=torch.float16)
+x = torch.randn((M, N), dtype=torch.float16, device="cuda")
 ref = torch.softmax(x.float(), -1).half()
 moved = 2 * M * N * 2
 def timeit(fn, iters=200):
@@ -36,9 +36,10 @@ for name, smem in [("A1", 1408), ("A2", 1408), ("B", 0), ("B2", 0), ("C", 0)]:
     px, py = ctypes.c_uint64(x.data_ptr()), ctypes.c_uint64(y.data_ptr())
     pm, pn = ctypes.c_int64(M), ctypes.c_int64(N)
     params = (ctypes.c_void_p * 4)(*[ctypes.cast(ctypes.byref(v), ctypes.c_void_p) for v in (px, py, pm, pn)])
-    stream = torch.cuda.current_stream().cuda_stream
+    cu_stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
     def launch():
-        check(cuda.cuLaunchKernel(fn, (M + 3) // 4, 1, 1, 128, 1, 1, smem, ctypes.c_void_p(stream), params, None))
+        check(cuda.cuLaunchKernel(fn, (M + 3) // 4, 1, 1, 128, 1, 1, smem,
+                                  cu_stream, params, None))
     launch(); torch.cuda.synchronize()
     ok = torch.allclose(y.float(), ref.float(), atol=2e-3, rtol=1e-2)
     rows.append((name, timeit(launch), ok))

@@ -3,16 +3,16 @@
     import kiln
     import kiln.language as T
 
-    @kiln.jit(out_idx=[-1])
-    def matmul(M, N, K, block_M, block_N, block_K):
+    @kiln.jit(out_idx=[-1])      # C, the last parameter, is made and returned
+    def matmul(M, N, K, bm, bn, bk, dtype="float16"):
         @T.prim_func
-        def main(A: T.Tensor((M, K), "float16"), ...):
-            with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M),
-                          threads=128) as (bx, by):
+        def gemm(A: T.Tensor((M, K), dtype), ...):
+            with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm),
+                          threads=128) as (x, y):
                 ...
-        return main
+        return gemm
 
-    kernel = matmul(1024, 1024, 1024, 128, 128, 32)
+    kernel = matmul(4096, 4096, 4096, bm=128, bn=128, bk=64)
     print(kernel.ir)          # the tile IR
     c = kernel(a, b)          # NumPy: CPU target; torch CUDA: current stream
 """

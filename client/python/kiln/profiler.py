@@ -3,9 +3,9 @@ kernel's signature, a check against a reference program, and timing.
 
     profiler = kernel.get_profiler(
         tensor_supply_type=kiln.TensorSupplyType.Normal)
-    profiler.assert_allclose(ref_program, rtol=0.01, atol=0.01)
+    profiler.assert_allclose(reference, rtol=1e-2, atol=1e-2)
     ms = profiler.do_bench(warmup=25, rep=100)           # the kernel
-    ref_ms = profiler.do_bench(ref_program, warmup=25)   # the reference
+    ref_ms = profiler.do_bench(reference, warmup=25)     # the reference
 
 Inputs are torch CUDA tensors when torch sees a GPU, torch CPU tensors when
 torch is installed without one, NumPy arrays otherwise (the last two run on

@@ -84,14 +84,14 @@ def flashattn_fwd(heads, kv_heads, dim, is_causal, sm_scale=None,
                 n_blocks = T.ceildiv(seq_len, block_N)
             for kb in T.Pipelined(n_blocks, num_stages=num_stages):
                 T.copy(K[bz, kb * block_N:(kb + 1) * block_N, kvh, :], k_s)
-                for i, j in T.Parallel(block_M, block_N):
+                for qi, kj in T.Parallel(block_M, block_N):
                     if is_causal:
-                        s[i, j] = T.if_then_else(
-                            bx * block_M + i >= kb * block_N + j, 0,
+                        s[qi, kj] = T.if_then_else(
+                            bx * block_M + qi >= kb * block_N + kj, 0,
                             -T.infinity(accum))
                     else:
-                        s[i, j] = T.if_then_else(
-                            kb * block_N + j >= seq_len, -T.infinity(accum),
+                        s[qi, kj] = T.if_then_else(
+                            kb * block_N + kj >= seq_len, -T.infinity(accum),
                             0)
                 T.gemm(q_s, k_s, s, transpose_B=True,
                        policy=T.GemmWarpPolicy.FullRow)
@@ -103,8 +103,8 @@ def flashattn_fwd(heads, kv_heads, dim, is_causal, sm_scale=None,
                     rescale[i] = T.exp2(m_prev[i] * scale - m[i] * scale)
                 for i, j in T.Parallel(block_M, dim):
                     acc[i, j] *= rescale[i]
-                for i, j in T.Parallel(block_M, block_N):
-                    s[i, j] = T.exp2(s[i, j] * scale - m[i] * scale)
+                for qi, kj in T.Parallel(block_M, block_N):
+                    s[qi, kj] = T.exp2(s[qi, kj] * scale - m[qi] * scale)
                 T.copy(s, p)
                 T.gemm(p, v_s, acc, policy=T.GemmWarpPolicy.FullRow)
                 T.reduce_sum(s, row_sum, dim=1)
@@ -203,12 +203,13 @@ def flashattn_bwd(heads, kv_heads, dim, is_causal, sm_scale=None,
                 T.gemm(k_s, q_s, pt, transpose_B=True,
                        policy=T.GemmWarpPolicy.FullRow)
                 T.copy(Lse[bz, h, qb * block_N:(qb + 1) * block_N], lse_s)
-                for i, j in T.Parallel(block_M, block_N):
-                    pt[i, j] = T.exp2(pt[i, j] * scale - lse_s[j])
+                for ki, qj in T.Parallel(block_M, block_N):
+                    pt[ki, qj] = T.exp2(pt[ki, qj] * scale - lse_s[qj])
                 if is_causal:
-                    for i, j in T.Parallel(block_M, block_N):
-                        pt[i, j] = T.if_then_else(
-                            bx * block_M + i <= qb * block_N + j, pt[i, j], 0)
+                    for ki, qj in T.Parallel(block_M, block_N):
+                        pt[ki, qj] = T.if_then_else(
+                            bx * block_M + ki <= qb * block_N + qj,
+                            pt[ki, qj], 0)
                 T.copy(dO[bz, qb * block_N:(qb + 1) * block_N, h, :], do_s)
                 T.clear(dpt)
                 T.gemm(v_s, do_s, dpt, transpose_B=True,
@@ -216,8 +217,9 @@ def flashattn_bwd(heads, kv_heads, dim, is_causal, sm_scale=None,
                 T.copy(pt, pt_cast)
                 T.gemm(pt_cast, do_s, dv, policy=T.GemmWarpPolicy.FullRow)
                 T.copy(Delta[bz, h, qb * block_N:(qb + 1) * block_N], delta_s)
-                for i, j in T.Parallel(block_M, block_N):
-                    dst_cast[i, j] = pt[i, j] * (dpt[i, j] - delta_s[j]) * sm
+                for ki, qj in T.Parallel(block_M, block_N):
+                    dst_cast[ki, qj] = \
+                        pt[ki, qj] * (dpt[ki, qj] - delta_s[qj]) * sm
                 T.gemm(dst_cast, q_s, dk, policy=T.GemmWarpPolicy.FullRow)
                 T.copy(dst_cast, ds_s)
                 T.clear(dq)
