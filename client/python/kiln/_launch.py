@@ -294,10 +294,31 @@ def _bf16_bits(value: float) -> int:
     return (bits >> 16) & 0xFFFF
 
 
+# Storage of the same width, for a scratch tensor whose dtype the host
+# library lacks (no caller reads it: the kernel alone sees its elements).
+_SCRATCH_STORAGE = {"f16": "uint16", "bf16": "uint16", "f8e4m3": "uint8",
+                    "f8e5m2": "uint8"}
+
+
 def allocate(like: TensorView, dtype: str, shape: Tuple[int, ...],
-             where: str) -> Any:
-    """An uninitialised output like ``like`` (NumPy or torch, same device)."""
+             where: str, scratch: bool = False) -> Any:
+    """An uninitialised output like ``like`` (NumPy or torch, same device).
+    A ``scratch`` tensor (``T.alloc_global``) of a dtype the library lacks
+    gets same-width unsigned storage instead."""
     host = _IR_TO_HOST.get(dtype)
+    if scratch and dtype in _SCRATCH_STORAGE:
+        lib = sys.modules["torch"] if like.kind == "torch" else \
+            sys.modules.get("numpy")
+        try:
+            lacking = lib is None or host is None or (
+                getattr(lib, host, None) is None if like.kind == "torch"
+                else lib.dtype(host) is None)
+        except TypeError:
+            lacking = True
+        if lacking:
+            host = _SCRATCH_STORAGE[dtype]
+            if like.kind == "torch" and host == "uint16":
+                host = "int16"  # (torch has no uint16)
     if like.kind == "torch":
         torch = sys.modules["torch"]
         tdtype = getattr(torch, host or "", None)

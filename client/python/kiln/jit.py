@@ -228,7 +228,8 @@ class JITKernel:
                 raise KilnArgumentError(
                     f"{where}: no input tensor says whether to allocate "
                     "NumPy or torch; pass the output in (out_idx=None)")
-            out = _launch.allocate(views[0], p.dtype, tuple(shape), where)
+            out = _launch.allocate(views[0], p.dtype, tuple(shape), where,
+                                   scratch=i < 0)
             v = _launch.view(out, where)
             if i < 0:
                 shared[p.name] = (out, v)
