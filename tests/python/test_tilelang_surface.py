@@ -2,6 +2,8 @@
 builds the tile IR its Kiln spelling does and runs on the CPU target against
 NumPy with ragged shapes."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -215,3 +217,45 @@ def test_misplaced_tvm_script_branches_are_refused():
                     with T.Else():
                         X[0] = 1.0
         else_first.ir
+
+
+@kiln.jit(out_idx=[-1])
+def unflatten(rows, cols, block=128):
+    # T.index_to_coordinates over a flat index, T.shift_left/right, the
+    # lowercase T.parallel and register-budget hints (accepted, no effect).
+    @T.prim_func
+    def main(X: T.Tensor((rows, cols), "int32"),
+             Y: T.Tensor((rows * cols,), "int32")):
+        with T.Kernel(T.ceildiv(rows * cols, block), threads=128) as bx:
+            T.set_max_nreg(240, 1)
+            for i in T.parallel(block):
+                at = bx * block + i
+                r, c = T.index_to_coordinates(at, (rows, cols))
+                if at < rows * cols:
+                    Y[at] = T.shift_right(T.shift_left(X[r, c], 3), 1)
+    return main
+
+
+def test_flat_index_helpers_and_hints(backend, rng):
+    rows, cols = 37, 29
+    kernel = unflatten(rows, cols)
+    x = rng.integers(-1000, 1000, (rows, cols)).astype(np.int32)
+    np.testing.assert_array_equal(kernel(x), (x.reshape(-1) << 3) >> 1)
+    lines = [line.strip() for line in kernel.ir.splitlines()]
+    assert ["let r = at / 29", "let c = at % 29"] == lines[4:6]
+    assert "Y[at] = X[r, c] << 3 >> 1" in lines
+
+
+@pytest.mark.parametrize("construct, reason", [
+    ("alloc_tmem", "Blackwell (sm_100)"),
+    ("wait_wgmma", "hand-written asynchronous copies and MMA"),
+    ("reshape", "tile reshapes"),
+    ("uint64", "no 64-bit unsigned type"),
+    ("get_block_binding", "use the block variables T.Kernel binds"),
+])
+def test_tilelang_constructs_outside_kiln_say_why(construct, reason):
+    # Named refusals, also when read outside a kernel (an annotation).
+    with pytest.raises(AttributeError,
+                       match=f"T.{construct} is not supported: "
+                             f".*{re.escape(reason)}"):
+        getattr(T, construct)

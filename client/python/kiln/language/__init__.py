@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import enum
 import math as _math
-from typing import Any, Callable, Optional, Sequence, Tuple
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 from kiln._dsl import bitcast as _bitcast
 from kiln._dsl import expr as _expr
@@ -314,6 +314,7 @@ def Persistent(domain: Sequence[Any], wave_size: Any, index: Any,  # noqa: N802
 serial = Serial
 unroll = Unroll
 vectorized = Parallel
+parallel = Parallel  # (TIR's lowercase spelling)
 
 
 # --- tile ops: recognised by the translator -------------------------------
@@ -506,6 +507,28 @@ def ceildiv(a: Any, b: Any) -> Any:
 cdiv = ceildiv
 
 
+def index_to_coordinates(index: Any, shape: Any) -> List[Any]:
+    """The row-major coordinates of flat ``index`` in ``shape`` (the last
+    dim fastest)."""
+    dims = list(shape)
+    coords: List[Any] = []
+    for d in reversed(dims[1:]):
+        coords.append(floormod(index, d))
+        index = floordiv(index, d)
+    coords.append(index)
+    return coords[::-1]
+
+
+def shift_left(a: Any, b: Any) -> Any:
+    """``a << b`` on integers."""
+    return _expr.binop("<<", a, b)
+
+
+def shift_right(a: Any, b: Any) -> Any:
+    """``a >> b`` on integers (arithmetic for signed ``a``)."""
+    return _expr.binop(">>", a, b)
+
+
 def floordiv(a: Any, b: Any) -> Any:
     """``a // b``: integer division rounding toward negative infinity."""
     return _expr.binop("//", a, b)
@@ -624,6 +647,20 @@ def no_set_max_nreg() -> None:
     return None
 
 
+def set_max_nreg(reg_count: Any = None, is_inc: Any = None) -> None:
+    """TileLang's per-role register budget: Kiln sets the producer's and
+    consumers' budgets itself (accepted, no effect)."""
+    return None
+
+
+def annotate_producer_reg_dealloc(*_args: Any, **_kwargs: Any) -> None:
+    return None
+
+
+def annotate_consumer_reg_alloc(*_args: Any, **_kwargs: Any) -> None:
+    return None
+
+
 def disable_warp_group_reg_alloc() -> None:
     return None
 
@@ -654,7 +691,68 @@ _POINTERS = ("raw pointers: a kernel reaches memory only through its tensor "
              "against; pass each tensor, or stack same-shape tensors into "
              "one and index it (a grouped GEMM: one [G, M, K] tensor, or "
              "rows and offsets)")
+_BLACKWELL = ("Blackwell (sm_100) tensor-memory and tcgen05 instructions: "
+              "Kiln's CUDA targets are sm_80 and sm_90a; write T.gemm and "
+              "T.copy, which the compiler lowers to mma.sync or wgmma and "
+              "cp.async or TMA")
+_HAND_ASYNC = ("hand-written asynchronous copies and MMA: T.copy and T.gemm "
+               "choose cp.async, TMA and wgmma, and the compiler places their "
+               "fences and waits")
+_WS_SCHEDULE = ("TileLang's warp-specialisation schedule API: Kiln plans "
+                "producer and consumer warpgroups itself (write the loop with "
+                "T.Pipelined; T.ws(...) blocks are accepted)")
+_TIR = ("TVM TIR statements: write the kernel with tile ops, T.Parallel and "
+        "scalar expressions")
 UNSUPPORTED = {
+    "alloc_tmem": _BLACKWELL, "tcgen05_gemm": _BLACKWELL,
+    "tcgen05_mma_arrive": _BLACKWELL, "tcgen05_sf_warp_transpose": _BLACKWELL,
+    "tcgen05_gemm_blockscaled": _BLACKWELL, "tcgen05_cp_warpx4": _BLACKWELL,
+    "mma_gemm_blockscaled": _BLACKWELL, "clc_try_cancel_multicast": _BLACKWELL,
+    "clc_is_canceled": _BLACKWELL, "clc_get_first_ctaid_x": _BLACKWELL,
+    "block_rank_in_cluster": _THREADS, "alloc_cluster_barrier": _BARRIERS,
+    "mbarrier_arrive_expect_tx": _BARRIERS, "sync_grid": _BARRIERS,
+    "any_sync": _THREADS, "tvm_thread_allreduce": _THREADS,
+    "tvm_warp_shuffle": _THREADS, "dp4a": _THREADS,
+    "get_block_binding": ("use the block variables T.Kernel binds: "
+                          "`with T.Kernel(gx, gy) as (bx, by):`"),
+    "wgmma_gemm": _HAND_ASYNC, "wait_wgmma": _HAND_ASYNC,
+    "fence_proxy_async": _HAND_ASYNC, "ptx_cp_async": _HAND_ASYNC,
+    "cp_async_barrier_noinc": _HAND_ASYNC, "ptx_wait_group": _HAND_ASYNC,
+    "ptx_commit_group": _HAND_ASYNC,
+    "WSSync": _WS_SCHEDULE, "WSScope": _WS_SCHEDULE,
+    "WSSchedule": _WS_SCHEDULE, "WSRole": _WS_SCHEDULE,
+    "WSPipeline": _WS_SCHEDULE, "WSID": _WS_SCHEDULE,
+    "ws_op": _WS_SCHEDULE, "annotate_ws_schedule": _WS_SCHEDULE,
+    "PersistentTileScheduler": "use T.Persistent (or a counted while loop)",
+    "evaluate": _TIR, "attr": _TIR,
+    "uint64": ("the tile IR has no 64-bit unsigned type; use T.int64 (two's "
+               "complement: the same bits)"),
+    "float4_e2m1fn": ("no fp4 dtype: keep two values per byte in a uint8 "
+                      "tensor and decode them (T.reinterpret, a table, or "
+                      "shifts and masks)"),
+    "float4_e2m1_unpacked": ("no fp4 dtype: keep the codes in a uint8 tensor "
+                             "and decode them"),
+    "reshape": ("tile reshapes: allocate the tile with the shape you index "
+                "it by, or T.copy into one"),
+    "view": ("tile views of another shape or dtype: allocate the tile you "
+             "need (global tensors: T.Tensor(shape, dtype, x.data))"),
+    "Fragment": ("fragment layouts: Kiln lays out fragments itself (shared "
+                 "tiles take T.annotate_layout with a swizzle)"),
+    "comm_reducer": ("custom reducers: use T.reduce_sum/max/min/absmax, or "
+                     "T.alloc_reducer with op='sum', 'max' or 'min'"),
+    "gemm_sp": "sparse (2:4) T.gemm is not supported: use a dense T.gemm",
+    "atomic_load": ("atomic loads and stores: blocks share results through "
+                    "global tensors between T.Kernel blocks (launched in "
+                    "order), or with T.atomic_add / max / min"),
+    "atomic_store": ("atomic loads and stores: blocks share results through "
+                     "global tensors between T.Kernel blocks (launched in "
+                     "order), or with T.atomic_add / max / min"),
+    "atomic_addx4": ("vector atomics: use T.atomic_add on each element, or "
+                     "on a tile (the compiler vectorises)"),
+    "rng_init": "random numbers in kernels are not supported: pass them in",
+    "rng_rand": "random numbers in kernels are not supported: pass them in",
+    "device_assert": ("device assertions: check inputs on the host, or "
+                      "write a flag tensor"),
     "ptr": _POINTERS, "make_tensor": _POINTERS, "match_buffer": _POINTERS,
     "access_ptr": _POINTERS, "address_of": _POINTERS,
     "thread_binding": _THREADS, "launch_thread": _THREADS,
