@@ -34,8 +34,9 @@ bool IsComparison(BinaryOp op) {
   }
 }
 
-constexpr std::array<std::string_view, 9> kMathFunctions = {
-    "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "sigmoid", "erf"};
+constexpr std::array<std::string_view, 13> kMathFunctions = {
+    "exp",     "exp2", "log",   "log2", "sqrt",  "rsqrt", "tanh",
+    "sigmoid", "erf",  "floor", "ceil", "round", "trunc"};
 
 bool IsMathFunction(std::string_view name) {
   for (std::string_view f : kMathFunctions) {

@@ -67,7 +67,8 @@ Type UnifyNumbers(Type a, Type b);
 Type UnaryResultType(UnaryOp op, Type a, std::string* error);
 Type BinaryResultType(BinaryOp op, Type a, Type b, std::string* error);
 // Builtins (ceildiv min max abs exp exp2 log log2 sqrt rsqrt tanh sigmoid erf
-// fma select bits from_bits_DTYPE; if_then_else is accepted as select).
+// floor ceil round trunc fma select bits from_bits_DTYPE; if_then_else is
+// accepted as select).
 // Unknown names and wrong argument counts are errors.
 Type CallResultType(std::string_view name, std::span<const Type> args,
                     std::string* error);

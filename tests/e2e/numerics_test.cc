@@ -2,7 +2,8 @@
 // max, min and the max/min/absmax reductions, as in torch and NumPy (issue
 // 22's probe rows: a NaN first, last, alone, beside infinities); isnan and
 // isinf; integer division, modulo and ceildiv by zero; the atomic tensor
-// stores `max=` and `min=`; the bit casts `bits` and `from_bits_DTYPE`.
+// stores `max=` and `min=`; the bit casts `bits` and `from_bits_DTYPE`; the
+// roundings floor, ceil, round and trunc.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -22,6 +23,7 @@ KILN_E2E_COVERS("numerics.tile", "nan_rows");
 KILN_E2E_COVERS("numerics.tile", "int_division");
 KILN_E2E_COVERS("numerics.tile", "col_extrema");
 KILN_E2E_COVERS("numerics.tile", "bit_patterns");
+KILN_E2E_COVERS("numerics.tile", "roundings");
 
 constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -254,6 +256,43 @@ TEST_F(NumericsE2eTest, BitCastsReadTheStoredPatterns) {
     EXPECT_EQ(word(hn, i, 2), word(h, i, 2) ^ 0x8000u);
     EXPECT_EQ(word(dn, i, 8), word(d, i, 8) ^ (uint64_t{1} << 63));
   }
+}
+
+// floor / ceil / round (ties to even) / trunc against the C library, over
+// halves (where round's ties show), negatives, NaN and infinities.
+TEST_F(NumericsE2eTest, RoundingsMatchTheCLibrary) {
+  KILN_E2E_LOAD(kernel, "numerics.tile", "roundings");
+  const int64_t n = 300;
+  HostTensor x = Random(DType::kF32, {n}, -50, 50);
+  HostTensor h = Random(DType::kF16, {n}, -50, 50);
+  const double specials[] = {0.5,  1.5,   2.5,  -0.5,      -2.5,  -0.0,
+                             kInf, -kInf, kNan, 1e9 + 0.5, -3.75, 8388609.0};
+  for (int64_t k = 0; k < 12; ++k) {
+    x.Set(k, specials[k]);
+    h.Set(k, k == 9 ? 1000.5 : k == 11 ? 2049.0 : specials[k]);
+  }
+  HostTensor fl(DType::kF32, {n}), ce(DType::kF32, {n}), ro(DType::kF32, {n}),
+      tr(DType::kF32, {n}), hr(DType::kF16, {n});
+  ASSERT_TRUE(Launch().In(x).In(h).Out(fl).Out(ce).Out(ro).Out(tr).Out(hr).Run(
+      *kernel));
+  const Values xv = x.Values(), hv = h.Values();
+  Values efl(n), ece(n), ero(n), etr(n), ehr(n);
+  for (int64_t i = 0; i < n; ++i) {
+    efl[i] = std::floor(xv[i]);
+    ece[i] = std::ceil(xv[i]);
+    ero[i] = std::nearbyint(xv[i]);  // the default mode: ties to even
+    etr[i] = std::trunc(xv[i]);
+    ehr[i] = std::nearbyint(hv[i]);
+  }
+  EXPECT_TRUE(AllClose(fl, efl, Exact()));
+  EXPECT_TRUE(AllClose(ce, ece, Exact()));
+  EXPECT_TRUE(AllClose(ro, ero, Exact()));
+  EXPECT_TRUE(AllClose(tr, etr, Exact()));
+  EXPECT_TRUE(AllClose(hr, ehr, Exact()));
+  EXPECT_EQ(ro.Get(0), 0.0);
+  EXPECT_EQ(ro.Get(2), 2.0);
+  EXPECT_EQ(ro.Get(4), -2.0);
+  EXPECT_TRUE(std::signbit(ro.Get(3)));  // round(-0.5) is -0.0
 }
 
 }  // namespace

@@ -259,3 +259,34 @@ def test_tilelang_constructs_outside_kiln_say_why(construct, reason):
                        match=f"T.{construct} is not supported: "
                              f".*{re.escape(reason)}"):
         getattr(T, construct)
+
+
+@kiln.jit(out_idx=[-1])
+def roundings(block=128, dtype="float32"):
+    # T.floor, T.ceil, T.round (ties to even) and T.trunc, side by side.
+    @T.prim_func
+    def main(X: T.Tensor((N,), dtype), Y: T.Tensor((N, 4), dtype)):
+        with T.Kernel(T.ceildiv(N, block), threads=128) as bx:
+            for i in T.Parallel(block):
+                at = bx * block + i
+                if at < N:
+                    v = X[at]
+                    Y[at, 0] = T.floor(v)
+                    Y[at, 1] = T.ceil(v)
+                    Y[at, 2] = T.round(v)
+                    Y[at, 3] = T.trunc(v)
+    return main
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "float64"])
+def test_roundings_match_numpy(backend, rng, dtype):
+    n = 200 + int(rng.integers(1, 55))
+    x = (rng.integers(-400, 400, n) / 4).astype(dtype)  # quarters, halves
+    x[:6] = [0.5, 1.5, -2.5, -0.0, np.inf, np.nan]
+    y = roundings(dtype=dtype)(x)
+    want = np.stack([np.floor(x), np.ceil(x), np.rint(x), np.trunc(x)], 1)
+    np.testing.assert_array_equal(y, want)
+    assert np.signbit(y[3]).all()  # -0.0 stays -0.0
+    # Python numbers fold the same way.
+    assert (T.floor(-1.5), T.ceil(-1.5), T.round(2.5), T.trunc(-1.5)) == \
+        (-2.0, -1.0, 2.0, -1.0)

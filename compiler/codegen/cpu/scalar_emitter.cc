@@ -466,6 +466,15 @@ absl::StatusOr<TypedValue> ScalarEmitter::MathFunction(std::string_view name,
     r = b_.CreateUnaryIntrinsic(llvm::Intrinsic::log, v);
   } else if (name == "log2") {
     r = b_.CreateUnaryIntrinsic(llvm::Intrinsic::log2, v);
+  } else if (name == "floor") {
+    r = b_.CreateUnaryIntrinsic(llvm::Intrinsic::floor, v);
+  } else if (name == "ceil") {
+    r = b_.CreateUnaryIntrinsic(llvm::Intrinsic::ceil, v);
+  } else if (name == "round") {
+    // Ties to even (the default rounding mode), as torch.round and NumPy.
+    r = b_.CreateUnaryIntrinsic(llvm::Intrinsic::rint, v);
+  } else if (name == "trunc") {
+    r = b_.CreateUnaryIntrinsic(llvm::Intrinsic::trunc, v);
   } else if (name == "sqrt") {
     r = b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, v);
   } else if (name == "rsqrt") {

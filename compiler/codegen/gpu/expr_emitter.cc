@@ -148,6 +148,7 @@ std::string Mangle(const std::string& name) {
       "min",       "max",       "abs",        "exp",      "exp2",
       "log",       "log2",      "sqrt",       "rsqrt",    "tanh",
       "erf",       "fma",       "signbit",    "isnan",    "isinf",
+      "floor",     "ceil",      "rint",       "trunc",    "round",
       "asm",       "constexpr", "decltype",   "mutable",  "catch",
       "try",       "throw",     "typename",   "explicit", "export",
       "kiln",      "uint2",     "int2",       "float2",   "float4",
@@ -450,7 +451,11 @@ absl::StatusOr<CExpr> ExprEmitter::Call(const std::string& raw_name,
                {"rsqrt", {"kiln::rsqrt_", "kiln::rsqrt_"}},
                {"tanh", {"tanhf", "tanh"}},
                {"sigmoid", {"kiln::sigmoid", "kiln::sigmoid"}},
-               {"erf", {"erff", "erf"}}};
+               {"erf", {"erff", "erf"}},
+               {"floor", {"floorf", "floor"}},
+               {"ceil", {"ceilf", "ceil"}},
+               {"round", {"rintf", "rint"}},  // ties to even
+               {"trunc", {"truncf", "trunc"}}};
   auto it = kMath.find(name);
   if (it == kMath.end() || args.size() != 1) {
     return absl::UnimplementedError("builtin '" + name +

@@ -27,7 +27,7 @@ _UNARY_PREC = 10
 _ATOM_PREC = 11
 
 MATH_FUNCS = ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh",
-              "sigmoid", "erf")
+              "sigmoid", "erf", "floor", "ceil", "round", "trunc")
 
 
 class Expr:
@@ -314,7 +314,12 @@ def _float_of(ty: str) -> str:
 _PY_MATH = {"exp": math.exp, "exp2": lambda v: 2.0 ** v, "log": math.log,
             "log2": math.log2, "sqrt": math.sqrt,
             "rsqrt": lambda v: 1.0 / math.sqrt(v), "tanh": math.tanh,
-            "sigmoid": lambda v: 1.0 / (1.0 + math.exp(-v)), "erf": math.erf}
+            "sigmoid": lambda v: 1.0 / (1.0 + math.exp(-v)), "erf": math.erf,
+            # (Floats, as in the kernel; round: ties to even.)
+            "floor": lambda v: float(math.floor(v)),
+            "ceil": lambda v: float(math.ceil(v)),
+            "round": lambda v: float(round(v)),
+            "trunc": lambda v: float(math.trunc(v))}
 
 
 def call(fn: str, args: Sequence[Any]) -> Any:

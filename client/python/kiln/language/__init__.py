@@ -563,6 +563,27 @@ def exp(x: Any) -> Any:
     return _expr.call("exp", [x])
 
 
+def floor(x: Any) -> Any:
+    """The largest integer <= x, as a float of x's type."""
+    return _expr.call("floor", [x])
+
+
+def ceil(x: Any) -> Any:
+    """The smallest integer >= x, as a float of x's type."""
+    return _expr.call("ceil", [x])
+
+
+def round(x: Any) -> Any:  # noqa: A001 (TileLang's name)
+    """x rounded to the nearest integer, ties to even (torch.round), as a
+    float of x's type."""
+    return _expr.call("round", [x])
+
+
+def trunc(x: Any) -> Any:
+    """x rounded toward zero, as a float of x's type."""
+    return _expr.call("trunc", [x])
+
+
 def exp2(x: Any) -> Any:
     return _expr.call("exp2", [x])
 
