@@ -1076,53 +1076,45 @@ TEST(CudaCodegenTest, SharedMemoryOverTheArchLimitIsAnError) {
   EXPECT_THAT(out.status().message(), HasSubstr("bytes of shared memory"));
 }
 
-TEST(CudaCodegenTest, PagedLoadsComeFromTheTmaProducerAndSpillsRetryTheSplit) {
+TEST(CudaCodegenTest, PagedLoadsComeFromTheTmaProducer) {
   if (!HaveNvrtc()) GTEST_SKIP() << "NVRTC is not installed on this host";
-  // MLA decode in 64-token chunks, two stages: each chunk's page is read
-  // from the block table, the softmax's row statistics meet across two
-  // column slices in shared scratch and P is written to shared memory for
-  // the second gemm.
-  const std::string source =
-      ReadFile(std::filesystem::path(KILN_CORPUS_DIR) / "mla_decode.tile");
+  // Paged decode with 64-row head tiles, four stages: each chunk's page is
+  // read from the block table by the producer, which loads the chunk by TMA
+  // at that page (checked on an H100: the GPU corpus case bh64).
+  const std::string paged =
+      ReadFile(std::filesystem::path(KILN_CORPUS_DIR) / "paged_decode.tile");
   CompileOptions o;
   o.target = "sm_90a";
-  o.kernel = "mla_decode_split";
-  o.bindings = {{"BN", 64}, {"STAGES", 2}, {"H", 128}, {"NS", 1}};
-  absl::StatusOr<CompiledKernel> out = Compile(source, o);
+  o.kernel = "paged_decode_split";
+  o.bindings = {{"BH", 64}, {"BN", 64}, {"STAGES", 4}};
+  absl::StatusOr<CompiledKernel> out = Compile(paged, o);
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_THAT(out->plan, HasSubstr("warp-specialised TMA ring over loop c"));
   EXPECT_THAT(out->plan, HasSubstr("per iteration   page, off"));
   const std::string& src = out->device_source;
-  // The producer reads the page for the iteration it loads and loads the
-  // chunk by TMA at that page.
-  const size_t producer = src.find("if (threadIdx.x >= 256)");
-  const size_t consumers = src.find("kiln::regs_inc<");
+  const size_t producer = src.find("if (threadIdx.x >= 128)");
+  const size_t consumers = src.find("kiln::consumer_sync<128>();");
   ASSERT_NE(producer, std::string::npos);
   ASSERT_NE(consumers, std::string::npos);
   const std::string prod = src.substr(producer, consumers - producer);
   EXPECT_THAT(prod, HasSubstr("const int page = "));
   EXPECT_THAT(prod, HasSubstr("BlockTable["));
-  EXPECT_THAT(prod, HasSubstr("(int)(off), (int)(((long long)(page)))});"));
   // The consumers synchronise among themselves: a block barrier would
   // wait for the producer, which has left.
-  const std::string cons = src.substr(consumers);
-  EXPECT_THAT(cons, HasSubstr("kiln::consumer_sync<256>();"));
-  EXPECT_THAT(cons, Not(HasSubstr("__syncthreads()")));
-  // At the planned split (40 producer registers, 232 per consumer thread)
-  // ptxas spills; the kernel was compiled again with the producer at 24.
-  EXPECT_THAT(src, HasSubstr("kiln::regs_dec<24>();"));
-  EXPECT_THAT(src, HasSubstr("kiln::regs_inc<240>();"));
-  EXPECT_THAT(out->plan, HasSubstr("producer regs   24"));
-  absl::StatusOr<runtime::KernelMetadata> md =
-      runtime::ParseKernelMetadata(out->metadata);
-  ASSERT_TRUE(md.ok()) << md.status();
-  EXPECT_EQ(md->ptxas.spill_stores, 0) << out->build_log;
-  // Where the first split does not spill, it stays.
-  o.bindings["BN"] = 32;
-  absl::StatusOr<CompiledKernel> small = Compile(source, o);
-  ASSERT_TRUE(small.ok()) << small.status();
-  EXPECT_THAT(small->device_source, HasSubstr("kiln::regs_dec<40>();"));
-  EXPECT_THAT(small->plan, Not(HasSubstr("producer regs")));
+  EXPECT_THAT(src.substr(consumers), Not(HasSubstr("__syncthreads()")));
+
+  // MLA decode's row statistics meet across two column-split warpgroups in
+  // shared scratch; beside the producer that exchange hung on an H100, so
+  // the loop keeps the plain pipelined ring (plan_warp_specialised.cc).
+  const std::string mla =
+      ReadFile(std::filesystem::path(KILN_CORPUS_DIR) / "mla_decode.tile");
+  o.kernel = "mla_decode_split";
+  o.bindings = {{"BN", 32}, {"STAGES", 2}, {"H", 128}, {"NS", 1}};
+  absl::StatusOr<CompiledKernel> split = Compile(mla, o);
+  ASSERT_TRUE(split.ok()) << split.status();
+  EXPECT_THAT(split->plan, Not(HasSubstr("warp-specialised")));
+  EXPECT_THAT(split->plan, HasSubstr("ring over loop c"));
+  EXPECT_THAT(split->device_source, Not(HasSubstr("kiln::regs_dec<")));
 }
 
 TEST(CudaCodegenTest, KeyDependsOnTargetAndToolchainNamesDeviceLibrary) {
