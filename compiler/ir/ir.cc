@@ -3,6 +3,8 @@
 #include <cmath>
 #include <utility>
 
+#include "compiler/ir/assign_op.h"
+
 namespace kiln::compiler {
 
 bool Expr::operator==(const Expr& o) const {
@@ -256,28 +258,37 @@ std::string_view AssignOpSpelling(AssignOp op) {
   return "?";
 }
 
-Expr CompoundValue(AssignOp op, Expr current, Expr value) {
-  const Loc loc = value.loc;
+std::optional<BinaryOp> CompoundBinaryOp(AssignOp op) {
   switch (op) {
+    case AssignOp::kAdd:
+      return BinaryOp::kAdd;
+    case AssignOp::kSub:
+      return BinaryOp::kSub;
+    case AssignOp::kMul:
+      return BinaryOp::kMul;
+    case AssignOp::kDiv:
+      return BinaryOp::kDiv;
+    case AssignOp::kSet:
     case AssignOp::kMax:
     case AssignOp::kMin:
-      return Expr::Call(op == AssignOp::kMax ? "max" : "min",
-                        {std::move(current), std::move(value)}, loc);
-    case AssignOp::kSub:
-      return Expr::Binary(BinaryOp::kSub, std::move(current), std::move(value),
-                          loc);
-    case AssignOp::kMul:
-      return Expr::Binary(BinaryOp::kMul, std::move(current), std::move(value),
-                          loc);
-    case AssignOp::kDiv:
-      return Expr::Binary(BinaryOp::kDiv, std::move(current), std::move(value),
-                          loc);
-    case AssignOp::kSet:
-    case AssignOp::kAdd:
       break;
   }
-  return Expr::Binary(BinaryOp::kAdd, std::move(current), std::move(value),
-                      loc);
+  return std::nullopt;
+}
+
+std::string_view CompoundBuiltin(AssignOp op) {
+  if (op == AssignOp::kMax) return "max";
+  if (op == AssignOp::kMin) return "min";
+  return {};
+}
+
+Expr CompoundValue(AssignOp op, Expr current, Expr value) {
+  const Loc loc = value.loc;
+  if (std::optional<BinaryOp> b = CompoundBinaryOp(op)) {
+    return Expr::Binary(*b, std::move(current), std::move(value), loc);
+  }
+  return Expr::Call(std::string(CompoundBuiltin(op)),
+                    {std::move(current), std::move(value)}, loc);
 }
 
 }  // namespace kiln::compiler

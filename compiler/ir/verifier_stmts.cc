@@ -5,6 +5,7 @@
 #include <utility>
 #include <variant>
 
+#include "compiler/ir/assign_op.h"
 #include "compiler/ir/const_fold.h"
 #include "compiler/ir/format.h"
 #include "compiler/ir/parser.h"
@@ -43,20 +44,6 @@ bool AllowedInParallel(const Stmt& stmt) {
   return std::holds_alternative<LetStmt>(stmt.node) ||
          std::holds_alternative<StoreStmt>(stmt.node) ||
          std::holds_alternative<IfStmt>(stmt.node);
-}
-
-// The operator of a compound store (`+=` is `+`); kSet has none.
-BinaryOp CompoundOp(AssignOp op) {
-  switch (op) {
-    case AssignOp::kSub:
-      return BinaryOp::kSub;
-    case AssignOp::kMul:
-      return BinaryOp::kMul;
-    case AssignOp::kDiv:
-      return BinaryOp::kDiv;
-    default:
-      return BinaryOp::kAdd;
-  }
 }
 
 }  // namespace
@@ -309,7 +296,7 @@ void KernelVerifier::CheckStore(const Stmt& stmt, const StoreStmt& s,
     }
     return;
   }
-  BinaryOp op = CompoundOp(s.op);
+  const BinaryOp op = *CompoundBinaryOp(s.op);
   std::string error;
   BinaryResultType(op, info->type, value, &error);
   if (!error.empty()) {

@@ -70,7 +70,8 @@ class KernelEmitter {
   // tensor parameter).
   absl::Status AtomicUpdate(const Buffer& buffer, llvm::Value* offset,
                             AssignOp op, TypedValue value, const Loc& loc);
-  // The value `op=` makes of the element's current value and `value`.
+  // The value `op=` (not `=`) makes of the element's current value and
+  // `value`.
   absl::StatusOr<TypedValue> Combine(AssignOp op, TypedValue current,
                                      TypedValue value);
   // For i4/u4: the byte holding element `offset` and the nibble's shift.

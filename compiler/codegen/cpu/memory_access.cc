@@ -14,6 +14,7 @@
 //    compute with the operator's types, convert to the element dtype and
 //    write.
 #include "compiler/codegen/cpu/kernel_emitter_internal.h"
+#include "compiler/ir/assign_op.h"
 #include "compiler/ir/format.h"
 
 namespace kiln::compiler::cpu {
@@ -134,23 +135,11 @@ absl::Status KernelEmitter::EmitStore(const StoreStmt& s, const Loc& loc) {
 absl::StatusOr<TypedValue> KernelEmitter::Combine(AssignOp op,
                                                   TypedValue current,
                                                   TypedValue value) {
-  switch (op) {
-    case AssignOp::kMax:
-    case AssignOp::kMin: {
-      const TypedValue args[] = {current, value};
-      return scalar_.Call(op == AssignOp::kMax ? "max" : "min", args);
-    }
-    case AssignOp::kSub:
-      return scalar_.Binary(BinaryOp::kSub, current, value);
-    case AssignOp::kMul:
-      return scalar_.Binary(BinaryOp::kMul, current, value);
-    case AssignOp::kDiv:
-      return scalar_.Binary(BinaryOp::kDiv, current, value);
-    case AssignOp::kSet:
-    case AssignOp::kAdd:
-      break;
+  if (std::optional<BinaryOp> b = CompoundBinaryOp(op)) {
+    return scalar_.Binary(*b, current, value);
   }
-  return scalar_.Binary(BinaryOp::kAdd, current, value);
+  const TypedValue args[] = {current, value};
+  return scalar_.Call(CompoundBuiltin(op), args);
 }
 
 absl::Status KernelEmitter::AtomicUpdate(const Buffer& buffer,
