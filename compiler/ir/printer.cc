@@ -306,8 +306,9 @@ class StmtPrinter {
     Line(depth, StrCat("let ", l.name, " = ", ExprText(l.value)));
   }
   void Print(const StoreStmt& s, int depth) {
-    Line(depth, StrCat(s.name, "[", ListText(s.indices), "] ",
-                       AssignOpSpelling(s.op), " ", ExprText(s.value)));
+    Line(depth,
+         StrCat(s.name, "[", ListText(s.indices), "] ", AssignOpSpelling(s.op),
+                " ", ExprText(s.value), s.shared_atomic ? "  // atomic" : ""));
   }
   void Print(const RasterizeStmt& r, int depth) {
     std::string text = StrCat("rasterize(panel=", ExprText(r.panel));

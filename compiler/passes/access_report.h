@@ -6,7 +6,9 @@
 // comes with a counterexample, values of the names in scope under which
 // it is out of range. Writes to one element of a shared tile by two
 // iterations of a `parallel` body (a race) are reported with both index
-// tuples. The guard-accesses pass makes the findings as it places guards.
+// tuples; a `+=`, `max=` or `min=` there is reported as atomic (GPU targets
+// update the element with a shared-memory atomic). The guard-accesses pass
+// makes the findings as it places guards.
 #ifndef KILN_COMPILER_PASSES_ACCESS_REPORT_H_
 #define KILN_COMPILER_PASSES_ACCESS_REPORT_H_
 
@@ -22,7 +24,7 @@
 namespace kiln::compiler {
 
 struct AccessFinding {
-  enum class Verdict { kProven, kChecked, kOutOfRange, kRace };
+  enum class Verdict { kProven, kChecked, kOutOfRange, kRace, kAtomic };
   Loc loc;
   Verdict verdict = Verdict::kProven;
   std::string access;  // "load X[i, j]", "copy tile region t[0:+n]", ...

@@ -35,6 +35,7 @@
 #include "absl/status/status.h"
 #include "compiler/arith/prover.h"
 #include "compiler/arith/simplify_expr.h"
+#include "compiler/ir/assign_op.h"
 #include "compiler/ir/const_fold.h"
 #include "compiler/ir/diagnostic.h"
 #include "compiler/ir/format.h"
@@ -210,9 +211,12 @@ class Guarder {
   // Races: two iterations of parallel `p` storing to one element of a
   // shared tile. The stores of the body's top level, under its `if`s
   // (their index conditions holding for both) and in its loops (each
-  // iteration at any step of them), through its index lets.
-  void NoteRaces(const ParallelStmt& p) {
-    if (!report_ || quiet_) return;
+  // iteration at any step of them), through its index lets. A `+=`,
+  // `max=` or `min=` the prover does not show free of it (an index read
+  // from memory included) is marked `shared_atomic` (tile-ir.md §8); a
+  // `-=`, `*=` or `/=` there is an error; a `=` race is a finding of
+  // `--prove`. (Compiles look at compound stores only.)
+  void CheckRaces(ParallelStmt& p) {
     std::map<std::string, Expr> lets;  // index lets, resolved
     std::map<std::string, Expr> primed;
     Expr other = Expr::Bool(true);  // the same iteration
@@ -225,8 +229,8 @@ class Guarder {
     for (size_t v = 0; v < p.vars.size() && v < p.extents.size(); ++v) {
       prover_->AddRange(p.vars[v] + "'", Expr::Int(0), p.extents[v]);
     }
-    std::function<void(const Block&)> walk = [&](const Block& b) {
-      for (const Stmt& st : b) {
+    std::function<void(Block&)> walk = [&](Block& b) {
+      for (Stmt& st : b) {
         if (auto* l = std::get_if<LetStmt>(&st.node)) {
           Expr v = Substitute(l->value, lets);
           if (IsIndexExpr(v, names_)) lets[l->name] = std::move(v);
@@ -250,61 +254,135 @@ class Guarder {
           prover_->Pop();
         } else if (auto* f = std::get_if<ForStmt>(&st.node)) {
           // A loop inside the body: its variable ranges per iteration of
-          // the parallel (two iterations may be at different steps).
+          // the parallel (two iterations may be at different steps). A
+          // loop whose bounds the prover cannot read leaves its variable
+          // unknown: an index using it is then not shown free of races.
           const Expr lo = Substitute(f->start ? *f->start : Expr::Int(0), lets);
           const Expr hi = Substitute(f->stop, lets);
-          if (!IsIndexExpr(lo, names_) || !IsIndexExpr(hi, names_)) continue;
+          const bool bounded =
+              IsIndexExpr(lo, names_) && IsIndexExpr(hi, names_);
           const bool known = names_.count(f->var) > 0;
-          names_.insert(f->var);
+          if (bounded) names_.insert(f->var);
           prover_->Push();
-          prover_->AddRange(f->var, lo, hi);
-          prover_->AddRange(f->var + "'", Substitute(lo, primed),
-                            Substitute(hi, primed));
-          primed[f->var] = Expr::Var(f->var + "'");
+          if (bounded) {
+            prover_->AddRange(f->var, lo, hi);
+            prover_->AddRange(f->var + "'", Substitute(lo, primed),
+                              Substitute(hi, primed));
+            primed[f->var] = Expr::Var(f->var + "'");
+          }
           walk(f->body);
           primed.erase(f->var);
           prover_->Pop();
           if (!known) names_.erase(f->var);
         } else if (auto* s = std::get_if<StoreStmt>(&st.node)) {
-          auto it = buffers_.find(s->name);
-          if (it == buffers_.end() || it->second.scope != Scope::kShared) {
-            continue;
-          }
-          // Same element => same iteration, for every two iterations.
-          Expr same = Expr::Bool(true);
-          std::vector<Expr> idx;
-          bool index = true;
-          for (const Expr& e : s->indices) {
-            idx.push_back(Substitute(e, lets));
-            index &= IsIndexExpr(idx.back(), names_);
-            same = And(std::move(same),
-                       Expr::Binary(BinaryOp::kEq, idx.back(),
-                                    Substitute(idx.back(), primed)));
-          }
-          if (!index) continue;
-          const Expr claim = Expr::Binary(
-              BinaryOp::kOr, Expr::Unary(UnaryOp::kNot, same), other);
-          if (prover_->CanProve(claim)) continue;
-          auto m = prover_->Counterexample(claim);
-          if (!m) continue;
-          std::vector<std::string> a, b2;
-          for (const std::string& v : p.vars) {
-            a.push_back(StrCat(v, " = ", (*m)[v]));
-            b2.push_back(StrCat(v, " = ", (*m)[v + "'"]));
-          }
-          AccessFinding f;
-          f.loc = st.loc;
-          f.verdict = AccessFinding::Verdict::kRace;
-          f.access = StrCat("store ", Print(Expr::Load(s->name, s->indices)));
-          f.detail = StrCat(
-              "iterations (", StrJoin(a, ", "), ") and (", StrJoin(b2, ", "),
-              ") write the same element of shared tile '", s->name, "'");
-          report_->findings.push_back(std::move(f));
+          CheckStoreRace(p, st.loc, *s, lets, primed, other);
         }
       }
     };
     walk(p.body);
     prover_->Pop();
+  }
+
+  void CheckStoreRace(const ParallelStmt& p, const Loc& loc, StoreStmt& s,
+                      const std::map<std::string, Expr>& lets,
+                      const std::map<std::string, Expr>& primed,
+                      const Expr& other) {
+    auto it = buffers_.find(s.name);
+    if (it == buffers_.end() || it->second.scope != Scope::kShared) return;
+    const bool compound = s.op != AssignOp::kSet;
+    if (!compound && (!report_ || quiet_)) return;
+    // Same element => same iteration, for every two iterations.
+    Expr same = Expr::Bool(true);
+    bool index = true;
+    for (const Expr& e : s.indices) {
+      Expr idx = Substitute(e, lets);
+      index &= IsIndexExpr(idx, names_);
+      Expr twin = Substitute(idx, primed);
+      same = And(std::move(same),
+                 Expr::Binary(BinaryOp::kEq, std::move(idx), std::move(twin)));
+    }
+    const Expr claim =
+        Expr::Binary(BinaryOp::kOr, Expr::Unary(UnaryOp::kNot, same), other);
+    if (index && prover_->CanProve(claim)) return;
+    // Two iterations that write one element, when the prover finds them.
+    std::string pair;
+    if (index) {
+      if (auto m = prover_->Counterexample(claim)) {
+        std::vector<std::string> a, b;
+        for (const std::string& v : p.vars) {
+          a.push_back(StrCat(v, " = ", (*m)[v]));
+          b.push_back(StrCat(v, " = ", (*m)[v + "'"]));
+        }
+        pair = StrCat("iterations (", StrJoin(a, ", "), ") and (",
+                      StrJoin(b, ", "), ")");
+      }
+    } else if (!compound) {
+      return;  // (an index read from memory: not a finding of `=`)
+    }
+    const std::string why =
+        pair.empty()
+            ? StrCat(
+                  "the prover cannot show that iterations of 'parallel' "
+                  "write distinct elements of shared tile '",
+                  s.name, "'")
+            : StrCat(pair, " write the same element of shared tile '", s.name,
+                     "'");
+    const std::string access =
+        StrCat("store ", Print(Expr::Load(s.name, s.indices)));
+    if (!compound) {
+      if (pair.empty()) return;
+      AccessFinding f;
+      f.loc = loc;
+      f.verdict = AccessFinding::Verdict::kRace;
+      f.access = access;
+      f.detail = why;
+      report_->findings.push_back(std::move(f));
+      return;
+    }
+    if (s.op != AssignOp::kAdd && s.op != AssignOp::kMax &&
+        s.op != AssignOp::kMin) {
+      if (status_.ok()) {
+        status_ = LocatedError(
+            loc, StrCat("'", AssignOpSpelling(s.op), "' into shared tile '",
+                        s.name, "' inside 'parallel': ", why,
+                        "; '+=', 'max=' and 'min=' update a shared element "
+                        "atomically, '-=', '*=' and '/=' do not"));
+      }
+      return;
+    }
+    if (!SharedAtomicType(it->second.dtype)) {
+      if (status_.ok()) {
+        status_ = LocatedError(
+            loc, StrCat("'", AssignOpSpelling(s.op), "' into ",
+                        DTypeName(it->second.dtype), " shared tile '", s.name,
+                        "' inside 'parallel': ", why,
+                        ", so the update must be atomic, and ",
+                        DTypeName(it->second.dtype),
+                        " elements have no atomic update"));
+      }
+      return;
+    }
+    s.shared_atomic = true;
+    if (report_ && !quiet_) {
+      AccessFinding f;
+      f.loc = loc;
+      f.verdict = AccessFinding::Verdict::kAtomic;
+      f.access = StrCat(access, " ", AssignOpSpelling(s.op));
+      f.detail = StrCat(why, "; updated atomically");
+      report_->findings.push_back(std::move(f));
+    }
+  }
+
+  // Element types a shared-memory atomic update takes on every GPU target.
+  static bool SharedAtomicType(DType t) {
+    switch (t) {
+      case DType::kBool:
+      case DType::kI4:
+      case DType::kU4:
+        return false;
+      default:
+        return true;
+    }
   }
 
   static Expr Zero(DType t) {
@@ -639,7 +717,7 @@ class Guarder {
             } else if constexpr (std::is_same_v<T, ParallelStmt>) {
               prover_->Push();
               AddParallelRanges(n, prover_, &names_);
-              NoteRaces(n);
+              CheckRaces(n);
               Rewrite(n.body);
               prover_->Pop();
             } else if constexpr (std::is_same_v<T, CopyStmt>) {
@@ -730,10 +808,10 @@ std::string FormatAccessReport(const AccessReport& r, std::string_view file) {
   std::string out =
       StrCat("kernel ", r.kernel,
              b.empty() ? "" : StrCat(" (", StrJoin(b, ", "), ")"), "\n");
-  int counts[4] = {0, 0, 0, 0};
+  int counts[5] = {0, 0, 0, 0, 0};
   for (const AccessFinding& f : r.findings) {
     static constexpr const char* kNames[] = {"proven", "checked at run time",
-                                             "out of range", "race"};
+                                             "out of range", "race", "atomic"};
     const int v = static_cast<int>(f.verdict);
     ++counts[v];
     StrAppend(&out, "  ", file, ":", f.loc.line, ":", f.loc.col, ": ",
@@ -742,7 +820,8 @@ std::string FormatAccessReport(const AccessReport& r, std::string_view file) {
   }
   StrAppend(&out, "  ", counts[0], " proven, ", counts[1],
             " checked at run time, ", counts[2], " out of range, ", counts[3],
-            " races\n");
+            " races", counts[4] ? StrCat(", ", counts[4], " atomic") : "",
+            "\n");
   return out;
 }
 

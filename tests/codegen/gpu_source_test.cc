@@ -123,6 +123,32 @@ TEST_P(GpuSourceTest, Renders) {
   EXPECT_EQ(*src, ReadFileOrDie(golden)) << "golden " << golden;
 }
 
+// A histogram's updates of shared tiles at keys read from memory (marked by
+// guard-accesses) are shared-memory atomics on every GPU target, in the
+// element type's form; the fills before them and the merge after, which
+// one thread each owns, stay plain.
+TEST(GpuSourceAtomicsTest, SharedTileUpdatesIterationsMayShareAreAtomics) {
+  for (const char* target : kTargets) {
+    SCOPED_TRACE(target);
+    absl::StatusOr<std::string> src =
+        Render({"numerics.tile", "shared_histogram", target});
+    ASSERT_TRUE(src.ok()) << src.status();
+    EXPECT_NE(src->find("kiln::atomic_add(&count[(((long long)(key)))], "),
+              std::string::npos);
+    EXPECT_NE(src->find("kiln::atomic_add_small_int(&pairs["),
+              std::string::npos);
+    EXPECT_NE(src->find("kiln::atomic_max(&top[(((long long)(key)))], "),
+              std::string::npos);
+    EXPECT_NE(src->find("kiln::atomic_min_narrow<kiln::f16_t>(&low[(((long "
+                        "long)(key)))], "),
+              std::string::npos);
+    // The fill and the merge's reads of the bins.
+    EXPECT_NE(src->find("count[(kiln_i0_0)] = "), std::string::npos);
+    EXPECT_NE(src->find("kiln::atomic_add(&Count[((b) * 1LL)], count[(b)]);"),
+              std::string::npos);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Corpus, GpuSourceTest, ::testing::ValuesIn(AllCases()),
                          [](const ::testing::TestParamInfo<SourceCase>& info) {
                            std::string n = info.param.file.substr(

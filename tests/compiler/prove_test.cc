@@ -138,6 +138,36 @@ kernel k(X: f32[4, 8], Y: f32[4])
   EXPECT_THAT(r, HasSubstr(" 2 races"));
 }
 
+TEST(ProveTest, ACompoundStoreTwoIterationsShareIsAtomic) {
+  const std::string r = Report(R"(
+kernel k(Keys: i32[64], X: f32[64], Y: f32[32])
+  grid(1) threads(64) (b) {
+  alloc shared h: f32[32]
+  fill h, 0
+  parallel (i) in (64) {
+    h[Keys[i] % 32] += X[i]
+    h[i / 2] max= X[i]
+    h[i % 32] = X[i]
+  }
+  parallel (j) in (32) {
+    h[j] min= X[j]
+  }
+  copy h -> Y
+}
+)");
+  // An index read from memory: no pair to show.
+  EXPECT_THAT(r, HasSubstr("k.tile:7:5: atomic: store h[Keys[i] % 32] +=: "
+                           "the prover cannot show that iterations of "
+                           "'parallel' write distinct elements of shared "
+                           "tile 'h'; updated atomically"));
+  // A collision the prover finds: i and i + 1 for an even i.
+  EXPECT_THAT(r, HasSubstr("k.tile:8:5: atomic: store h[i / 2] max=: "
+                           "iterations (i = "));
+  EXPECT_THAT(r, HasSubstr("k.tile:9:5: race: store h[i % 32]"));
+  EXPECT_THAT(r, Not(HasSubstr("k.tile:12:5: atomic")));
+  EXPECT_THAT(r, HasSubstr(" 1 races, 2 atomic"));
+}
+
 TEST(ProveTest, ARunTimeExtentIsClippedToItsTile) {
   const std::string r = Report(R"(
 kernel k(X: f32[N], Y: f32[N], n: i64)

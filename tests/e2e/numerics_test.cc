@@ -24,6 +24,7 @@ KILN_E2E_COVERS("numerics.tile", "int_division");
 KILN_E2E_COVERS("numerics.tile", "col_extrema");
 KILN_E2E_COVERS("numerics.tile", "bit_patterns");
 KILN_E2E_COVERS("numerics.tile", "roundings");
+KILN_E2E_COVERS("numerics.tile", "shared_histogram");
 
 constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -295,5 +296,46 @@ TEST_F(NumericsE2eTest, RoundingsMatchTheCLibrary) {
   EXPECT_TRUE(std::signbit(ro.Get(3)));  // round(-0.5) is -0.0
 }
 
+// `+=`, `max=` and `min=` into a shared tile at an element read from memory
+// (guard-accesses marks them atomic for GPU targets): every key counts, in
+// i32 and, offset by one bin, in i16; the bins' largest f32 and smallest
+// f16 value. Half the keys fall into one bin, the rest spread (negative
+// keys too: `%` is floor modulo); the last block is ragged.
+TEST_F(NumericsE2eTest, SharedTileUpdatesAtKeysReadFromMemoryCountEveryKey) {
+  KILN_E2E_LOAD(kernel, "numerics.tile", "shared_histogram");
+  const int64_t n = 700, bins = 16;
+  HostTensor keys = Random(DType::kI32, {n}, -40, 40);
+  for (int64_t i = 0; i < n; i += 2) keys.Set(i, 3 + 16 * (i % 5));
+  HostTensor vals = Random(DType::kF32, {n}, -3, 3);
+  HostTensor count = Random(DType::kI32, {bins}, 0, 10);
+  HostTensor pairs = Random(DType::kI16, {bins}, 0, 10);
+  HostTensor top = Random(DType::kF32, {bins}, -1, 1);
+  HostTensor low = Random(DType::kF16, {bins}, -1, 1);
+  Values ecount = count.Values(), epairs = pairs.Values(), etop = top.Values(),
+         elow = low.Values();
+  const Values kv = keys.Values(), vv = vals.Values();
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t k = ((static_cast<int64_t>(kv[i]) % bins) + bins) % bins;
+    ecount[k] += 1;
+    epairs[(k + 1) % bins] += 2;
+    etop[k] = std::max(etop[k], vv[i]);
+    HostTensor one(DType::kF16, {1});
+    one.Set(0, vv[i]);
+    elow[k] = std::min(elow[k], one.Get(0));
+  }
+  ASSERT_TRUE(Launch()
+                  .In(keys)
+                  .In(vals)
+                  .InOut(count)
+                  .InOut(pairs)
+                  .InOut(top)
+                  .InOut(low)
+                  .Run(*kernel));
+  EXPECT_EQ(count.Values(), ecount);
+  EXPECT_EQ(pairs.Values(), epairs);
+  EXPECT_EQ(top.Values(), etop);
+  EXPECT_EQ(low.Values(), elow);
+  EXPECT_GE(ecount[3], n / 2);  // (the crowded bin)
+}
 }  // namespace
 }  // namespace kiln::e2e

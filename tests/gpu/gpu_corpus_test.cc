@@ -427,6 +427,14 @@ std::vector<Case> Cases() {
        {{"N", 300}},
        {},
        {{"A", {-50, 50}}, {"B", {-4, 4}}}},
+      // Shared-memory atomics: a histogram's `+=` / `max=` / `min=` at
+      // keys read from memory (i32, i16, f32 and f16 shared tiles).
+      {"numerics.tile",
+       "shared_histogram",
+       {},
+       {{"N", 700}},
+       {},
+       {{"Keys", {-40, 40}}, {"Count", {0, 10}}, {"Pairs", {0, 10}}}},
       {"rmsnorm.tile",
        "rmsnorm",
        {{"BM", 1}, {"BN", 512}},

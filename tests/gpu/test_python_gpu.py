@@ -372,6 +372,30 @@ def test_region_atomic_min_on_cuda():
     assert torch.equal(low, want)
 
 
+@pytest.mark.parametrize("spelled_as_call", (True, False))
+def test_shared_bins_on_cuda(spelled_as_call):
+    # A block-local histogram in shared memory (tests/python/
+    # test_shared_atomics.py): keys read from memory, a third of them in
+    # one bin, so the shared-memory atomics collide; against torch.
+    import test_shared_atomics
+    n, bins = 200_003, 32
+    kernel = test_shared_atomics.binned(n, bins,
+                                        spelled_as_call=spelled_as_call)
+    keys = torch.randint(-1000, 1000, (n,), device="cuda",
+                         generator=gen).to(torch.int32)
+    keys[::3] = 7
+    vals = randn(n, dtype=torch.float32)
+    count = torch.zeros(bins, device="cuda", dtype=torch.int32)
+    peak = torch.full((bins,), -100.0, device="cuda")
+    k = keys.long() % bins
+    want_count = torch.bincount(k, minlength=bins).to(torch.int32)
+    want_peak = peak.clone().scatter_reduce_(0, k, vals, "amax")
+    kernel(keys, vals, count, peak)
+    torch.cuda.synchronize()
+    assert torch.equal(count, want_count)
+    assert torch.equal(peak, want_peak)
+
+
 def test_fragment_elements_outside_parallel_on_cuda():
     batch, heads, splits = 4, 32, 9
     lse = torch.rand(batch, heads, splits, device="cuda", generator=gen) * 6 - 3

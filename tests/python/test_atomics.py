@@ -116,8 +116,8 @@ def test_atomic_min_of_one_element_region(backend, rng):
 @pytest.mark.parametrize("call, message", [
     ("T.atomic_max(Out[i], v[i], return_prev=True)",
      r"return_prev=True\) is not supported"),
-    ("T.atomic_min(s[i], v[i])", "writes into a global tensor; 's' is a "
-     "shared tile"),
+    ("T.atomic_min(v[i], s[i])", "updates an element of a global tensor "
+     "or a shared tile; 'v' is a fragment tile"),
     ("T.atomic_max(Out[0:4], v[i])", "updates one element"),
 ])
 def test_element_atomic_misuse_is_located(tmp_path, call, message):

@@ -111,7 +111,8 @@ absl::StatusOr<CExpr> Emitter::LoadValue(const std::string& name,
 absl::StatusOr<std::string> Emitter::StoreCode(const std::string& name,
                                                const std::vector<Expr>& idx,
                                                AssignOp op,
-                                               const Expr& value_expr) {
+                                               const Expr& value_expr,
+                                               bool shared_atomic) {
   const Buf* b = FindBuf(name);
   if (!b) return absl::InvalidArgumentError("unknown buffer '" + name + "'");
   auto off = Offset(*b, idx);
@@ -122,8 +123,10 @@ absl::StatusOr<std::string> Emitter::StoreCode(const std::string& name,
   CExpr val = *v;
   const bool atomic =
       op == AssignOp::kAdd || op == AssignOp::kMax || op == AssignOp::kMin;
-  if (b->tensor && atomic) {
-    // `+=`, `max=` and `min=` into a tensor are atomic (tile-ir.md §8). The
+  if (atomic && (b->tensor || (shared_atomic && !b->reg && !b->row))) {
+    // `+=`, `max=` and `min=` into a tensor are atomic (tile-ir.md §8), and
+    // into a shared tile where guard-accesses found that iterations of a
+    // `parallel` may update one element (a shared-memory atomic). The
     // value is converted to the element type first: that commutes with a
     // wrapping add, and with max and min, since rounding is monotonic (an
     // integer element's max/min take a value of the element's type).
@@ -571,7 +574,7 @@ absl::Status Emitter::EmitStmt(const Stmt& s, bool element) {
               element && it != chunk_stores_.end()) {
             return EmitChunkStore(n, it->second);
           }
-          auto c = StoreCode(n.name, n.indices, n.op, n.value);
+          auto c = StoreCode(n.name, n.indices, n.op, n.value, n.shared_atomic);
           if (!c.ok()) return c.status();
           const Buf* target = FindBuf(n.name);
           if (!store_lead_.empty() && (!target || target->tensor)) {

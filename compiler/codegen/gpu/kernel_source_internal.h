@@ -231,9 +231,12 @@ class Emitter {
                                      const std::vector<Expr>& idx);
   absl::StatusOr<CExpr> LoadValue(const std::string& name,
                                   const std::vector<Expr>& idx);
+  // `shared_atomic`: the store's mark (ir.h StoreStmt); a `+=`, `max=` or
+  // `min=` then updates a shared element atomically, as a tensor's always.
   absl::StatusOr<std::string> StoreCode(const std::string& name,
                                         const std::vector<Expr>& idx,
-                                        AssignOp op, const Expr& value);
+                                        AssignOp op, const Expr& value,
+                                        bool shared_atomic = false);
   absl::StatusOr<Access> MakeAccess(const Region& r);
 
   // ---- statements

@@ -32,8 +32,20 @@ _ALIASES.update({
     "float8_e4m3": "f8e4m3", "float8_e4m3fn": "f8e4m3",
     "e4m3_float8": "f8e4m3", "float8_e5m2": "f8e5m2", "e5m2_float8": "f8e5m2",
     "bool8": "bool",
+    # TVM's C-style names: a bare "int" / "uint" is 32 bits wide.
+    "int": "i32", "uint": "u32", "short": "i16", "long": "i64",
 })
 _SCALAR_ONLY_ALIASES: Dict[str, str] = {"u16": "u16", "uint16": "u16"}
+
+# TensorFloat-32: TileLang's dtype for fp32 data a tensor-core GEMM reads
+# at tf32 precision (a 10-bit mantissa). It is stored as float32, and Kiln
+# keeps it float32 throughout: tiles, tensors and GEMMs are f32, so results
+# are at least as precise as a tf32 GEMM's. The DType keeps its own name so
+# that host code comparing against T.tfloat32 takes TileLang's branches.
+TF32_NAME = "tfloat32"
+_TF32_SPELLINGS = frozenset({"tfloat32", "custom[tfloat32]"})
+for _name in _TF32_SPELLINGS:
+    _ALIASES[_name] = "f32"
 
 
 # Tile-IR name -> the TileLang name DType prints.
@@ -67,8 +79,9 @@ class DType(str):
 
     def __new__(cls, ir: Any, tilelang: Any = None) -> "DType":
         if tilelang is None:
-            ir = scalar_ir(ir)
-            tilelang = _TILELANG_NAMES[ir]
+            source = ir
+            ir = scalar_ir(source)
+            tilelang = TF32_NAME if is_tf32(source) else _TILELANG_NAMES[ir]
         self = super().__new__(cls, tilelang)
         self.ir = ir
         self.name = tilelang
@@ -95,8 +108,10 @@ class DType(str):
         return self.name
 
     def __eq__(self, other: Any) -> bool:
+        # T.tfloat32 is float32 storage, but a type of its own to compare.
         try:
-            return scalar_ir(other) == self.ir
+            return scalar_ir(other) == self.ir and \
+                is_tf32(other) == (self.name == TF32_NAME)
         except KilnSourceError:
             return False
 
@@ -133,6 +148,13 @@ def _spelling(dtype: Any) -> str:
     if key.startswith("torch."):
         key = key[len("torch."):]
     return key
+
+
+def is_tf32(dtype: Any) -> bool:
+    """Whether ``dtype`` is a spelling of TensorFloat-32 (T.tfloat32)."""
+    if isinstance(dtype, DType):
+        return dtype.name == TF32_NAME
+    return isinstance(dtype, str) and dtype.strip() in _TF32_SPELLINGS
 
 
 def _unknown(dtype: Any) -> KilnSourceError:

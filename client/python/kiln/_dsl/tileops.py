@@ -26,6 +26,10 @@ if TYPE_CHECKING:
 _SCOPES = {"alloc_shared": "shared", "alloc_fragment": "fragment",
            "alloc_local": "local", "alloc_var": "local",
            "alloc_reducer": "fragment"}
+# T.alloc_buffer's storage scopes -> the allocation each one is.
+_BUFFER_SCOPES = {"shared": "alloc_shared", "shared.dyn": "alloc_shared",
+                  "local.fragment": "alloc_fragment", "local": "alloc_local",
+                  "local.var": "alloc_var", "global": "alloc_global"}
 _POLICIES = {"square": "square", "fullrow": "full_row", "full_row": "full_row",
              "fullcol": "full_col", "full_col": "full_col"}
 
@@ -66,6 +70,8 @@ def alloc(t: "_Translator", op: str, fn: Callable, py_name: str,
           args: List[Any], kwargs: Dict[str, Any]) -> None:
     from kiln._dsl.frontend import Buffer, LocalVar
     a = _bind(op, fn, args, kwargs)
+    if op == "alloc_buffer":
+        op, a = _buffer_allocation(t, a)
     if op == "alloc_global":
         shape = a["shape"]
         t.alloc_global(py_name, tuple(shape) if isinstance(
@@ -87,6 +93,50 @@ def alloc(t: "_Translator", op: str, fn: Callable, py_name: str,
             t.emit(f"{ir}[0] = {t.r(a['init'])}")
     else:
         t.bind(py_name, buf, "buffer")
+
+
+def _buffer_allocation(t: "_Translator", a: Dict[str, Any]
+                       ) -> Tuple[str, Dict[str, Any]]:
+    """``T.alloc_buffer``'s arguments as the T.alloc_* its scope names,
+    with that op's arguments."""
+    scope = a["scope"]
+    if not isinstance(scope, str) or scope not in _BUFFER_SCOPES:
+        known = ", ".join(repr(k) for k in _BUFFER_SCOPES)
+        raise KilnSourceError(
+            f"T.alloc_buffer: scope {scope!r} is not supported; Kiln "
+            f"allocates the scopes {known} (barriers, MMA descriptors and "
+            "tensor memory are the compiler's to allocate)")
+    for name, why in (
+            ("data", "a buffer over another buffer's storage (a view of a "
+                     "global tensor is T.Tensor(shape, dtype, x.data))"),
+            ("strides", "tiles are dense; the compiler lays them out"),
+            ("elem_offset", "tiles are dense; the compiler lays them out"),
+            ("axis_separators", "tiles are dense; the compiler lays them "
+                                "out")):
+        if a[name] is not None:
+            raise KilnSourceError(
+                f"T.alloc_buffer({name}=...) is not supported: {why}")
+    if a["buffer_type"] != "default":
+        raise KilnSourceError(
+            f"T.alloc_buffer(buffer_type={a['buffer_type']!r}) is not "
+            "supported; only 'default'")
+    op = _BUFFER_SCOPES[scope]
+    if op == "alloc_global" and t.in_kernel:
+        raise KilnSourceError(
+            f"T.alloc_buffer with scope {scope!r} (TVM's default scope) "
+            "allocates a tensor the prim_func's kernels share: call it "
+            "outside `with T.Kernel(...)`, or give a tile's scope "
+            "('shared', 'local.fragment', 'local')")
+    if op == "alloc_var":
+        shape = _shape(a["shape"])
+        if not all(_is_unit(d) for d in shape):
+            dims = ", ".join(str(d) for d in shape)
+            raise KilnSourceError(
+                f"T.alloc_buffer with scope 'local.var' holds one element; "
+                f"got shape [{dims}] (scope 'local' allocates a per-thread "
+                "array)")
+        return op, {"dtype": a["dtype"], "init": None}
+    return op, {"shape": a["shape"], "dtype": a["dtype"]}
 
 
 def _operand(value: Any, what: str):

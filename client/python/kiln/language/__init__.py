@@ -10,6 +10,7 @@ numbers, folding to a number.
 
 from __future__ import annotations
 
+import builtins as _builtins
 import enum
 import math as _math
 from typing import Any, Callable, List, Optional, Sequence, Tuple
@@ -43,6 +44,21 @@ float8_e4m3fn = float8_e4m3
 half = float16
 float = float32  # noqa: A001
 double = float64
+# TileLang's C-style names of the same types (``T.alloc_var(T.int)``,
+# ``source_format: Literal[T.int, T.uint]``): T.int is T.int32, and so on.
+# (``from kiln.language import *`` leaves Python's ``int`` alone.)
+short = int16
+int = int32  # noqa: A001
+uint = uint32
+long = int64
+# TensorFloat-32, as TileLang's examples declare fp32 GEMM operands that
+# tensor cores read at tf32 precision. Kiln stores and computes it as
+# float32 (its tiles and tensors are f32, its GEMMs multiply in f32), so a
+# result is at least as precise as a tf32 GEMM's; tensors passed for it are
+# float32. It prints as tfloat32 and compares unequal to T.float32, so host
+# code that branches on it (``if dtype == T.tfloat32``) behaves as under
+# TileLang (kiln/_dsl/dtypes.py).
+tfloat32 = DType("f32", "tfloat32")
 
 
 def cast(value: Any, dtype: Any) -> Expr:
@@ -265,7 +281,7 @@ def Pipelined(start: Any, stop: Any = None, num_stages: Any = 0,  # noqa: N802
     TileLang's manual schedule (``order=``, ``stage=``, ``sync=``,
     ``group=``) is accepted and not followed: the compiler places the
     loop's copies in the ring and schedules the body itself."""
-    if isinstance(num_stages, int) and num_stages == 0:
+    if isinstance(num_stages, _builtins.int) and num_stages == 0:
         return LoopSpec("serial", _range(start, stop))
     return LoopSpec("pipelined", _range(start, stop), num_stages)
 
@@ -282,7 +298,8 @@ def Parallel(*extents: Any, coalesced_width: Any = None,  # noqa: N802
 def Serial(start: Any, stop: Any = None, step: Any = None,  # noqa: N802
            annotations: Any = None) -> LoopSpec:
     """An ordinary loop over ``[0, start)`` or ``[start, stop)``."""
-    if step is not None and not (isinstance(step, int) and step == 1):
+    if step is not None and \
+            not (isinstance(step, _builtins.int) and step == 1):
         raise KilnSourceError("T.Serial(step=) other than 1 is not supported")
     return LoopSpec("serial", _range(start, stop))
 
@@ -291,7 +308,8 @@ def Unroll(start: Any, stop: Any = None, step: Any = None,  # noqa: N802
            explicit: Any = False, unroll_factor: Any = None,
            annotations: Any = None) -> LoopSpec:
     """A loop the compiler unrolls fully."""
-    if step is not None and not (isinstance(step, int) and step == 1):
+    if step is not None and \
+            not (isinstance(step, _builtins.int) and step == 1):
         raise KilnSourceError("T.Unroll(step=) other than 1 is not supported")
     if unroll_factor is not None:
         raise KilnSourceError("T.Unroll(unroll_factor=) is not supported; "
@@ -352,6 +370,22 @@ def alloc_local(shape, dtype, scope="local"):
 def alloc_global(shape, dtype):
     """A global tensor the prim_func's kernels share (outside T.Kernel):
     each launch allocates it on the inputs' device."""
+
+
+@_tile_op
+def alloc_buffer(shape, dtype="float32", data=None, strides=None,
+                 elem_offset=None, scope="global", align=-1, offset_factor=0,
+                 buffer_type="default", axis_separators=None,
+                 annotations=None):
+    """TVM's generic allocation; ``scope`` picks what it is (TVM's default
+    is "global"): "shared" and "shared.dyn" are ``T.alloc_shared``,
+    "local.fragment" ``T.alloc_fragment``, "local" ``T.alloc_local``,
+    "local.var" (one element) ``T.alloc_var`` and "global" (outside
+    ``T.Kernel``) ``T.alloc_global``. Another scope, ``data`` (a buffer
+    over another's storage), ``strides``, ``elem_offset``,
+    ``axis_separators`` and a ``buffer_type`` other than "default" are
+    refused; ``align``, ``offset_factor`` and ``annotations`` are accepted
+    and change nothing (kiln/_dsl/tileops.py)."""
 
 
 @_tile_op
@@ -804,7 +838,7 @@ def prim_func(func: Optional[Callable] = None, **_options: Any) -> Any:
 
 __all__ = [name for name in dir() if not name.startswith("_") and name not in
            ("annotations", "enum", "Any", "Callable", "Optional", "Sequence",
-            "Tuple", "Expr", "Symbol", "KilnSourceError", "to_ir")]
+            "Tuple", "Expr", "Symbol", "KilnSourceError", "to_ir", "int")]
 
 
 def __getattr__(name: str) -> Any:
