@@ -288,8 +288,15 @@ class Guarder {
                       const std::map<std::string, Expr>& primed,
                       const Expr& other) {
     auto it = buffers_.find(s.name);
-    if (it == buffers_.end() || it->second.scope != Scope::kShared) return;
+    if (it == buffers_.end()) return;
+    const Scope scope = it->second.scope;
     const bool compound = s.op != AssignOp::kSet;
+    // (A fragment's elements may be shared by the iterations too: GPU
+    // targets keep a fragment indexed so in shared memory. `=` races are
+    // reported for shared tiles.)
+    if (scope != Scope::kShared && !(compound && scope == Scope::kFragment)) {
+      return;
+    }
     if (!compound && (!report_ || quiet_)) return;
     // Same element => same iteration, for every two iterations.
     Expr same = Expr::Bool(true);
@@ -304,6 +311,8 @@ class Guarder {
     const Expr claim =
         Expr::Binary(BinaryOp::kOr, Expr::Unary(UnaryOp::kNot, same), other);
     if (index && prover_->CanProve(claim)) return;
+    const char* const what =
+        scope == Scope::kShared ? "shared tile" : "fragment";
     // Two iterations that write one element, when the prover finds them.
     std::string pair;
     if (index) {
@@ -323,9 +332,9 @@ class Guarder {
         pair.empty()
             ? StrCat(
                   "the prover cannot show that iterations of 'parallel' "
-                  "write distinct elements of shared tile '",
-                  s.name, "'")
-            : StrCat(pair, " write the same element of shared tile '", s.name,
+                  "write distinct elements of ",
+                  what, " '", s.name, "'")
+            : StrCat(pair, " write the same element of ", what, " '", s.name,
                      "'");
     const std::string access =
         StrCat("store ", Print(Expr::Load(s.name, s.indices)));
@@ -343,22 +352,22 @@ class Guarder {
         s.op != AssignOp::kMin) {
       if (status_.ok()) {
         status_ = LocatedError(
-            loc, StrCat("'", AssignOpSpelling(s.op), "' into shared tile '",
+            loc, StrCat("'", AssignOpSpelling(s.op), "' into ", what, " '",
                         s.name, "' inside 'parallel': ", why,
-                        "; '+=', 'max=' and 'min=' update a shared element "
+                        "; '+=', 'max=' and 'min=' update such an element "
                         "atomically, '-=', '*=' and '/=' do not"));
       }
       return;
     }
     if (!SharedAtomicType(it->second.dtype)) {
       if (status_.ok()) {
-        status_ = LocatedError(
-            loc, StrCat("'", AssignOpSpelling(s.op), "' into ",
-                        DTypeName(it->second.dtype), " shared tile '", s.name,
-                        "' inside 'parallel': ", why,
-                        ", so the update must be atomic, and ",
-                        DTypeName(it->second.dtype),
-                        " elements have no atomic update"));
+        status_ =
+            LocatedError(loc, StrCat("'", AssignOpSpelling(s.op), "' into ",
+                                     DTypeName(it->second.dtype), " ", what,
+                                     " '", s.name, "' inside 'parallel': ", why,
+                                     ", so the update must be atomic, and ",
+                                     DTypeName(it->second.dtype),
+                                     " elements have no atomic update"));
       }
       return;
     }

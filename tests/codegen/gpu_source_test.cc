@@ -142,8 +142,10 @@ TEST(GpuSourceAtomicsTest, SharedTileUpdatesIterationsMayShareAreAtomics) {
     EXPECT_NE(src->find("kiln::atomic_min_narrow<kiln::f16_t>(&low[(((long "
                         "long)(key)))], "),
               std::string::npos);
+    // The fragment indexed by keys (kept in shared memory on GPUs).
+    EXPECT_NE(src->find("kiln::atomic_add(&hits["), std::string::npos);
     // The fill and the merge's reads of the bins.
-    EXPECT_NE(src->find("count[(kiln_i0_0)] = "), std::string::npos);
+    EXPECT_NE(src->find("count[(kiln_i1_0)] = "), std::string::npos);
     EXPECT_NE(src->find("kiln::atomic_add(&Count[((b) * 1LL)], count[(b)]);"),
               std::string::npos);
   }

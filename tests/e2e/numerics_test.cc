@@ -298,9 +298,10 @@ TEST_F(NumericsE2eTest, RoundingsMatchTheCLibrary) {
 
 // `+=`, `max=` and `min=` into a shared tile at an element read from memory
 // (guard-accesses marks them atomic for GPU targets): every key counts, in
-// i32 and, offset by one bin, in i16; the bins' largest f32 and smallest
-// f16 value. Half the keys fall into one bin, the rest spread (negative
-// keys too: `%` is floor modulo); the last block is ragged.
+// i32 and, offset by one bin, in i16 and, by five, in an i32 fragment; the
+// bins' largest f32 and smallest f16 value. Half the keys fall into one bin,
+// the rest spread (negative keys too: `%` is floor modulo); the last block is
+// ragged.
 TEST_F(NumericsE2eTest, SharedTileUpdatesAtKeysReadFromMemoryCountEveryKey) {
   KILN_E2E_LOAD(kernel, "numerics.tile", "shared_histogram");
   const int64_t n = 700, bins = 16;
@@ -311,13 +312,15 @@ TEST_F(NumericsE2eTest, SharedTileUpdatesAtKeysReadFromMemoryCountEveryKey) {
   HostTensor pairs = Random(DType::kI16, {bins}, 0, 10);
   HostTensor top = Random(DType::kF32, {bins}, -1, 1);
   HostTensor low = Random(DType::kF16, {bins}, -1, 1);
+  HostTensor hits = Random(DType::kI32, {bins}, 0, 10);
   Values ecount = count.Values(), epairs = pairs.Values(), etop = top.Values(),
-         elow = low.Values();
+         elow = low.Values(), ehits = hits.Values();
   const Values kv = keys.Values(), vv = vals.Values();
   for (int64_t i = 0; i < n; ++i) {
     const int64_t k = ((static_cast<int64_t>(kv[i]) % bins) + bins) % bins;
     ecount[k] += 1;
     epairs[(k + 1) % bins] += 2;
+    ehits[(k + 5) % bins] += 1;
     etop[k] = std::max(etop[k], vv[i]);
     HostTensor one(DType::kF16, {1});
     one.Set(0, vv[i]);
@@ -330,8 +333,10 @@ TEST_F(NumericsE2eTest, SharedTileUpdatesAtKeysReadFromMemoryCountEveryKey) {
                   .InOut(pairs)
                   .InOut(top)
                   .InOut(low)
+                  .InOut(hits)
                   .Run(*kernel));
   EXPECT_EQ(count.Values(), ecount);
+  EXPECT_EQ(hits.Values(), ehits);
   EXPECT_EQ(pairs.Values(), epairs);
   EXPECT_EQ(top.Values(), etop);
   EXPECT_EQ(low.Values(), elow);

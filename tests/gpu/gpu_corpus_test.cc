@@ -428,13 +428,17 @@ std::vector<Case> Cases() {
        {},
        {{"A", {-50, 50}}, {"B", {-4, 4}}}},
       // Shared-memory atomics: a histogram's `+=` / `max=` / `min=` at
-      // keys read from memory (i32, i16, f32 and f16 shared tiles).
+      // keys read from memory (i32, i16, f32 and f16 shared tiles, and an
+      // i32 fragment GPUs keep in shared memory).
       {"numerics.tile",
        "shared_histogram",
        {},
        {{"N", 700}},
        {},
-       {{"Keys", {-40, 40}}, {"Count", {0, 10}}, {"Pairs", {0, 10}}}},
+       {{"Keys", {-40, 40}},
+        {"Count", {0, 10}},
+        {"Pairs", {0, 10}},
+        {"Hits", {0, 10}}}},
       {"rmsnorm.tile",
        "rmsnorm",
        {{"BM", 1}, {"BN", 512}},

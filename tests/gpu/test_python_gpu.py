@@ -372,15 +372,17 @@ def test_region_atomic_min_on_cuda():
     assert torch.equal(low, want)
 
 
-@pytest.mark.parametrize("spelled_as_call", (True, False))
-def test_shared_bins_on_cuda(spelled_as_call):
+@pytest.mark.parametrize("spelled_as_call, tally_in", [
+    (True, "shared"), (False, "shared"), (True, "fragment")])
+def test_shared_bins_on_cuda(spelled_as_call, tally_in):
     # A block-local histogram in shared memory (tests/python/
     # test_shared_atomics.py): keys read from memory, a third of them in
     # one bin, so the shared-memory atomics collide; against torch.
     import test_shared_atomics
     n, bins = 200_003, 32
     kernel = test_shared_atomics.binned(n, bins,
-                                        spelled_as_call=spelled_as_call)
+                                        spelled_as_call=spelled_as_call,
+                                        tally_in=tally_in)
     keys = torch.randint(-1000, 1000, (n,), device="cuda",
                          generator=gen).to(torch.int32)
     keys[::3] = 7

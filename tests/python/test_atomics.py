@@ -116,8 +116,8 @@ def test_atomic_min_of_one_element_region(backend, rng):
 @pytest.mark.parametrize("call, message", [
     ("T.atomic_max(Out[i], v[i], return_prev=True)",
      r"return_prev=True\) is not supported"),
-    ("T.atomic_min(v[i], s[i])", "updates an element of a global tensor "
-     "or a shared tile; 'v' is a fragment tile"),
+    ("T.atomic_min(r[0], s[i])", "updates an element of a global tensor, "
+     "a shared tile or a fragment; 'r' is a local tile"),
     ("T.atomic_max(Out[0:4], v[i])", "updates one element"),
 ])
 def test_element_atomic_misuse_is_located(tmp_path, call, message):
@@ -127,6 +127,7 @@ def test_element_atomic_misuse_is_located(tmp_path, call, message):
             with T.Kernel(1, threads=64) as bx:
                 v = T.alloc_fragment((64,), "float32")
                 s = T.alloc_shared((64,), "float32")
+                r = T.alloc_local((1,), "float32")
                 T.fill(v, 1.0)
                 T.fill(s, 0.0)
                 for i in T.Parallel(64):

@@ -1,5 +1,5 @@
-"""Updates of shared tiles inside T.Parallel that two iterations may share
-(issue 22, issue 25): a block-local histogram first bins its keys into a
+"""Updates of shared tiles (and fragments) inside T.Parallel that two
+iterations may share (issue 22, issue 25): a block-local histogram first bins its keys into a
 shared tile, then merges the bins into the output. The key is read from
 memory, so the compiler cannot show the iterations write distinct bins: the
 update is atomic on GPUs (tile-ir.md §8) and the CPU target runs the
@@ -19,13 +19,16 @@ from test_errors import line_of, load
 # Counts and per-bin maxima of `n` keys; each block of `chunk` keys keeps
 # its own bins in shared memory.
 @kiln.jit(out_idx=[])
-def binned(n, bins=32, chunk=512, spelled_as_call=True):
+def binned(n, bins=32, chunk=512, spelled_as_call=True, tally_in="shared"):
     @T.prim_func
     def main(Keys: T.Tensor((n,), "int32"), Vals: T.Tensor((n,), "float32"),
              Count: T.Tensor((bins,), "int32"),
              Peak: T.Tensor((bins,), "float32")):
         with T.Kernel(T.ceildiv(n, chunk), threads=128) as blk:
-            tally = T.alloc_shared((bins,), "int32")
+            if tally_in == "shared":
+                tally = T.alloc_shared((bins,), "int32")
+            else:  # (a fragment indexed by keys: shared memory on GPUs)
+                tally = T.alloc_fragment((bins,), "int32")
             peak = T.alloc_shared((bins,), "float32")
             T.clear(tally)
             T.fill(peak, -T.infinity("float32"))
@@ -53,10 +56,12 @@ def reference(keys, vals, bins, count, peak):
     return want_count, want_peak
 
 
-@pytest.mark.parametrize("spelled_as_call", (True, False))
-def test_shared_bins_count_every_key(backend, rng, spelled_as_call):
+@pytest.mark.parametrize("spelled_as_call, tally_in", [
+    (True, "shared"), (False, "shared"), (True, "fragment")])
+def test_shared_bins_count_every_key(backend, rng, spelled_as_call, tally_in):
     n, bins = 1500, 32  # three blocks, the last ragged
-    kernel = binned(n, bins, spelled_as_call=spelled_as_call)
+    kernel = binned(n, bins, spelled_as_call=spelled_as_call,
+                    tally_in=tally_in)
     assert "tally[b] += 1" in kernel.ir
     assert "peak[b] max= " in kernel.ir
     keys = rng.integers(-100, 100, n).astype(np.int32)

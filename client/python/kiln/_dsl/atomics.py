@@ -1,9 +1,9 @@
 """Element atomics: ``T.atomic_add`` / ``T.atomic_max`` / ``T.atomic_min``.
 
-Inside T.Parallel each names one element of a global tensor or of a shared
-tile and becomes the tile IR's store ``Out[i, j] += v`` (``max=``,
-``min=``): atomic into a tensor, and into a shared tile wherever two
-iterations may update one element (a histogram's ``h[key] += 1``; the
+Inside T.Parallel each names one element of a global tensor, a shared tile
+or a fragment and becomes the tile IR's store ``Out[i, j] += v`` (``max=``,
+``min=``): atomic into a tensor, and into a shared tile or fragment
+wherever two iterations may update one element (a histogram's ``h[key] += 1``; the
 compiler's guard-accesses pass decides, tile-ir.md §8).
 Outside T.Parallel, ``T.atomic_max`` and ``T.atomic_min`` combine a tile (or
 a region of one) into a global region: a T.Parallel over the tile's shape
@@ -31,7 +31,7 @@ def _is_unit(d: Any) -> bool:
 def element(t: "_Translator", op: str, fn: Callable, args: List[Any],
             kwargs: Dict[str, Any]) -> None:
     """``T.atomic_max(Out[i, j], v)`` inside T.Parallel; ``Out`` a global
-    tensor or a shared tile."""
+    tensor, a shared tile or a fragment."""
     from kiln._dsl.frontend import Access, _scalar
     from kiln._dsl.tileops import _bind
     a = _bind(op, fn, args, kwargs)
@@ -44,12 +44,12 @@ def element(t: "_Translator", op: str, fn: Callable, args: List[Any],
         raise KilnSourceError(
             f"T.{op} inside T.Parallel updates one element: "
             f"T.{op}(Out[i, j], value)")
-    if dst.buffer.scope not in ("global", "shared"):
+    if dst.buffer.scope not in ("global", "shared", "fragment"):
         raise KilnSourceError(
             f"T.{op} inside T.Parallel updates an element of a global "
-            f"tensor or a shared tile; '{dst.buffer.py_name}' is a "
-            f"{dst.buffer.scope} tile, whose elements belong to threads "
-            "(combine a fragment with T.reduce_* or T.alloc_reducer)")
+            f"tensor, a shared tile or a fragment; '{dst.buffer.py_name}' "
+            f"is a {dst.buffer.scope} tile, whose elements belong to one "
+            "thread each")
     value = _scalar(a["value"])
     index = ", ".join(t.r(it[1]) for it in dst.items)
     t.emit(f"{dst.buffer.name}[{index}] {STORE_OPS[op]} {t.r(value)}")
