@@ -1117,6 +1117,74 @@ TEST(CudaCodegenTest, PagedLoadsComeFromTheTmaProducer) {
   EXPECT_THAT(split->device_source, Not(HasSubstr("kiln::regs_dec<")));
 }
 
+// A persistent warp-specialised kernel that loads two tiles per walk tile
+// ahead of its loop (the producer's per-tile loads, as MLA's Qs and QPes):
+// both belong to one tile, one slot and one barrier phase, so the
+// consumers count the tile once. (Counting each load as a tile sent the
+// second to the next tile's slot, which a block's last tile never fills:
+// MLA hung on an H100 that way, bench/gpu/NOTES.md step 47.)
+TEST(CudaCodegenTest, ATilesPreloadsShareOneSlot) {
+  if (!HaveNvrtc()) GTEST_SKIP() << "NVRTC is not installed on this host";
+  const std::string text = R"(
+kernel latent_decode(Q: bf16[B, H, 192], KV: bf16[P, PS, 192],
+                     Table: i32[B, MAXP], Lens: i32[B], O: f32[B, H, 128])
+  assume PS >= 1
+  grid(ceildiv(H, 64), B) threads(256) (hx, b) {
+  alloc shared Qn: bf16[64, 128]
+  alloc shared Qr: bf16[64, 64]
+  alloc shared Kn: bf16[64, 128]
+  alloc shared Kr: bf16[64, 64]
+  alloc fragment s: f32[64, 64]
+  alloc fragment p: bf16[64, 64]
+  alloc fragment acc: f32[64, 128]
+  let len = Lens[b]
+  let chunks = ceildiv(PS, 64)
+  let total = ceildiv(len, PS) * chunks
+  copy Q[b, hx * 64:+64, 0:+128] -> Qn
+  copy Q[b, hx * 64:+64, 128:+64] -> Qr
+  fill acc, 0
+  for c in pipelined(0, total, stages=2) {
+    let page = Table[b, c / chunks]
+    let off = c % chunks * 64
+    copy KV[page, off:+64, 0:+128] -> Kn
+    copy KV[page, off:+64, 128:+64] -> Kr
+    gemm Qn, Kn -> s transpose_b clear_accum
+    gemm Qr, Kr -> s transpose_b
+    copy s -> p
+    gemm p, Kn -> acc
+  }
+  copy acc -> O[b, hx * 64:+64, :]
+}
+)";
+  CompileOptions o;
+  o.target = "sm_90a";
+  absl::StatusOr<CompiledKernel> out = Compile(text, o);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(out->plan, HasSubstr("per-tile loads  Qn, Qr"));
+  EXPECT_THAT(out->plan, HasSubstr("persistent      yes"));
+  const std::string& src = out->device_source;
+  const size_t consumers = src.find("kiln::regs_inc<");
+  ASSERT_NE(consumers, std::string::npos);
+  const std::string cons = src.substr(consumers);
+  auto count = [](const std::string& hay, const std::string& needle) {
+    int n = 0;
+    for (size_t at = hay.find(needle); at != std::string::npos;
+         at = hay.find(needle, at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  // Both loads wait on the tile's barrier; the tile count moves once.
+  EXPECT_EQ(count(cons,
+                  "kiln::mbar_wait(&kiln_qfull[kiln_q % kiln_qslots], "
+                  "(kiln_q / kiln_qslots) & 1);"),
+            2);
+  EXPECT_EQ(count(cons, "++kiln_q;"), 1);
+  // The producer begins a tile once per tile too (in the loop, or with no
+  // iterations).
+  EXPECT_EQ(count(src.substr(0, consumers), "++kiln_q;"), 2);
+}
+
 TEST(CudaCodegenTest, KeyDependsOnTargetAndToolchainNamesDeviceLibrary) {
   if (!HaveNvrtc()) GTEST_SKIP() << "NVRTC is not installed on this host";
   CompileOptions o;

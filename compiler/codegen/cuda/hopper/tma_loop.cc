@@ -276,7 +276,12 @@ absl::Status Emitter::EmitWsPreCopy(const Stmt& s) {
   Line(StrCat(b.code, " = reinterpret_cast<", StorageType(b.dtype),
               "*>(kiln_smem + (kiln_q % kiln_qslots == 0 ? ", t->off0,
               " : kiln_qoff", i, "));"));
-  Line("++kiln_q;");
+  // One tile's preloads share its slot and its barrier phase (the producer
+  // loads them all under one kiln_qfull arrival): the count of tiles begun
+  // moves on after the last of them. (Counting each preload as a tile sent
+  // the second one to the next tile's slot, which a block's last tile never
+  // fills: MLA's Qs and QPes hung, bench/gpu/NOTES.md step 47.)
+  if (i + 1 == kp_.ws.preloads.size()) Line("++kiln_q;");
   Close();
   if (!kp_.shared.preload_slots.empty()) {
     t->ring_off = kp_.shared.preload_slots.at(i);
