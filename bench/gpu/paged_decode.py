@@ -70,13 +70,18 @@ def case(batch, seq, page, sms, sweep):
         .squeeze(2).float()
     src = torch.empty(kv_bytes // 2, dtype=torch.bfloat16, device="cuda")
     dst = torch.empty_like(src)
-    # Splits: about two blocks per SM over batch x kv heads x splits, each
-    # split at least 8 chunks.
+    # Splits: about two (or four) blocks per SM over batch x kv heads x
+    # splits, each split at least 8 chunks.
     blocks = batch * KV_HEADS
     best = None
-    for block_n, stages in sweep(page):
+    tried = set()
+    for block_n, stages, per_sm in [(bn, st, w) for bn, st in sweep(page)
+                                    for w in (2, 4)]:
         chunks = seq // block_n
-        splits = max(1, min(-(-2 * sms // blocks), chunks // 8))
+        splits = max(1, min(-(-per_sm * sms // blocks), chunks // 8))
+        if (block_n, stages, splits) in tried:
+            continue
+        tried.add((block_n, stages, splits))
         kernel = kernels.paged_decode(batch, HEADS, KV_HEADS, DIM, page,
                                       max_pages, pages, num_split=splits,
                                       block_N=block_n, num_stages=stages)

@@ -1185,6 +1185,52 @@ kernel latent_decode(Q: bf16[B, H, 192], KV: bf16[P, PS, 192],
   EXPECT_EQ(count(src.substr(0, consumers), "++kiln_q;"), 2);
 }
 
+// A fragment the plan keeps in shared memory (a region of it is copied
+// out), updated from its own value over the rows of a column-split
+// accumulator: every row has a copy in each lane of its quad and in each
+// column slice, and only one of them may read-modify-write the shared
+// element (DSL MLA's running sum `l_run` was updated by every copy, a race
+// between the warpgroups).
+TEST(CudaCodegenTest, ASharedFragmentRowIsUpdatedByOneCopy) {
+  if (!HaveNvrtc()) GTEST_SKIP() << "NVRTC is not installed on this host";
+  const std::string text = R"(
+kernel rows(A: bf16[64, 64], B: bf16[512, 64], O: f32[64, 512], G: f32[16])
+  grid(1) threads(256) (bx) {
+  alloc shared a: bf16[64, 64]
+  alloc shared b: bf16[512, 64]
+  alloc fragment acc: f32[64, 512]
+  alloc fragment m: f32[64]
+  alloc fragment l: f32[64]
+  copy A -> a
+  copy B -> b
+  fill l, 1
+  gemm a, b -> acc transpose_b clear_accum policy=full_col
+  reduce.max acc -> m, dim=1
+  parallel (i) in (64) {
+    l[i] = l[i] * 2 + m[i]
+  }
+  parallel (r, c) in (64, 512) {
+    acc[r, c] = acc[r, c] / l[r]
+  }
+  copy acc -> O
+  copy l[0:+16] -> G
+}
+)";
+  CompileOptions o;
+  o.target = "sm_90a";
+  absl::StatusOr<CompiledKernel> out = Compile(text, o);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(out->plan, HasSubstr("l: shared (fragment)"));
+  EXPECT_THAT(out->plan, HasSubstr("a copy in each of 2 column slices"));
+  const std::string& src = out->device_source;
+  const size_t store = src.find("l[(i)] = ((l[(i)] * ");
+  ASSERT_NE(store, std::string::npos);
+  const size_t guard =
+      src.rfind("if ((threadIdx.x & 3) == 0 && m_L::first_slice())", store);
+  ASSERT_NE(guard, std::string::npos);
+  EXPECT_EQ(src.find('}', guard), src.find('}', store));  // (same block)
+}
+
 TEST(CudaCodegenTest, KeyDependsOnTargetAndToolchainNamesDeviceLibrary) {
   if (!HaveNvrtc()) GTEST_SKIP() << "NVRTC is not installed on this host";
   CompileOptions o;

@@ -922,8 +922,9 @@ absl::Status Emitter::EmitParallel(const ParallelStmt& p, const Loc& loc) {
       if (auto* st = std::get_if<StoreStmt>(&s.node)) {
         note(st->name);
         const Buf* bb = FindBuf(st->name);
-        stores_memory |=
-            !bb || bb->tensor || (bb->scope == Scope::kShared && !bb->own);
+        // (A fragment the plan keeps in shared memory is memory too: its
+        // rows' copies would each read-modify-write the one element.)
+        stores_memory |= !bb || bb->tensor || Shared(st->name);
       }
       std::function<void(const Expr&)> ex = [&](const Expr& e) {
         if (e.kind == ExprKind::kLoad) note(e.name);
