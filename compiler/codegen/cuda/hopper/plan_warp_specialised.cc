@@ -18,9 +18,8 @@
 //    kernel never writes): the producer evaluates those lets for each
 //    iteration it loads (`loop_lets`). `fused`: the body does more than
 //    accumulate gemms; its other statements may write shared memory (the
-//    operand of a second gemm): the consumers then synchronise on their own
-//    named barrier. A row reduction across column-split warpgroups is not
-//    taken yet (it hung on the GPU; see the check below).
+//    operand of a second gemm, a row reduction's scratch across column
+//    slices): the consumers then synchronise on their own named barrier.
 // 3. Preloads (persistent kernels): top-level copies before the loop, of
 //    the same kind, into tiles that no other top-level statement than the
 //    loop touches.
@@ -229,17 +228,6 @@ void PlanWarpSpecialised(const Kernel& k, const GpuDialect& dialect,
         ++gemms;
         if (g->clear_accum) ++others;
         continue;
-      }
-      // A row reduction across column-split warpgroups meets in shared
-      // scratch between the consumers. That exchange beside the producer
-      // hung on an H100 (MLA decode, BN 32, 2 stages, 1x2 warpgroups;
-      // 2026-12-07), so such a loop keeps the plain pipelined form until
-      // it is fixed (bench/NOTES.md step 46).
-      if (auto* red = std::get_if<ReduceStmt>(&s.node)) {
-        auto rf = frag.registers.find(red->src.name);
-        if (rf != frag.registers.end() && rf->second.warps_n > 1) {
-          return false;
-        }
       }
       ++others;
     }
