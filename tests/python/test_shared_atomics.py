@@ -1,11 +1,12 @@
 """Updates of shared tiles (and fragments) inside T.Parallel that two
-iterations may share (issue 22, issue 25): a block-local histogram first bins its keys into a
-shared tile, then merges the bins into the output. The key is read from
-memory, so the compiler cannot show the iterations write distinct bins: the
-update is atomic on GPUs (tile-ir.md §8) and the CPU target runs the
-iterations in order. Written both as ``T.atomic_add(bins[k], 1)`` and as
-``bins[k] += 1``; the running maximum per bin with T.atomic_max. A ``-=``
-that iterations may share has no atomic form and is a located error."""
+iterations may share (issue 22, issue 25): a block-local histogram first
+bins its keys into a shared tile, then merges the bins into the output.
+The key is read from memory, so the compiler cannot show the iterations
+write distinct bins: the update is atomic on GPUs (tile-ir.md §8) and the
+CPU target runs the iterations in order. Written both as
+``T.atomic_add(bins[k], 1)`` and as ``bins[k] += 1``, and on a fragment;
+the running maximum per bin with T.atomic_max. A ``-=`` that iterations
+may share has no atomic form and is a located error."""
 
 import numpy as np
 import pytest

@@ -3,8 +3,9 @@
 Inside T.Parallel each names one element of a global tensor, a shared tile
 or a fragment and becomes the tile IR's store ``Out[i, j] += v`` (``max=``,
 ``min=``): atomic into a tensor, and into a shared tile or fragment
-wherever two iterations may update one element (a histogram's ``h[key] += 1``; the
-compiler's guard-accesses pass decides, tile-ir.md §8).
+wherever two iterations may update one element (a histogram's
+``h[key] += 1``; the compiler's guard-accesses pass decides, tile-ir.md
+§8).
 Outside T.Parallel, ``T.atomic_max`` and ``T.atomic_min`` combine a tile (or
 a region of one) into a global region: a T.Parallel over the tile's shape
 of element stores, so elements past the tensor's end are skipped as in
