@@ -282,6 +282,10 @@ std::string_view CompoundBuiltin(AssignOp op) {
   return {};
 }
 
+bool HasAtomicForm(AssignOp op) {
+  return op == AssignOp::kAdd || op == AssignOp::kMax || op == AssignOp::kMin;
+}
+
 Expr CompoundValue(AssignOp op, Expr current, Expr value) {
   const Loc loc = value.loc;
   if (std::optional<BinaryOp> b = CompoundBinaryOp(op)) {

@@ -259,9 +259,8 @@ void KernelVerifier::CheckStore(const Stmt& stmt, const StoreStmt& s,
                             "a 'parallel' body, or write tensors with copy "
                             "or atomic_add"));
     ok = false;
-  } else if (info->kind == NameKind::kTensor &&
-             (s.op == AssignOp::kSub || s.op == AssignOp::kMul ||
-              s.op == AssignOp::kDiv)) {
+  } else if (info->kind == NameKind::kTensor && s.op != AssignOp::kSet &&
+             !HasAtomicForm(s.op)) {
     Report(stmt.loc,
            StrCat("'", AssignOpSpelling(s.op), "' into tensor '", s.name,
                   "': elements of a 'parallel' may race; '=', and the "

@@ -338,18 +338,20 @@ class Guarder {
                      "'");
     const std::string access =
         StrCat("store ", Print(Expr::Load(s.name, s.indices)));
-    if (!compound) {
-      if (pair.empty()) return;
+    auto finding = [&](AccessFinding::Verdict verdict, std::string what_is,
+                       std::string detail) {
       AccessFinding f;
       f.loc = loc;
-      f.verdict = AccessFinding::Verdict::kRace;
-      f.access = access;
-      f.detail = why;
+      f.verdict = verdict;
+      f.access = std::move(what_is);
+      f.detail = std::move(detail);
       report_->findings.push_back(std::move(f));
+    };
+    if (!compound) {
+      if (!pair.empty()) finding(AccessFinding::Verdict::kRace, access, why);
       return;
     }
-    if (s.op != AssignOp::kAdd && s.op != AssignOp::kMax &&
-        s.op != AssignOp::kMin) {
+    if (!HasAtomicForm(s.op)) {
       if (status_.ok()) {
         status_ = LocatedError(
             loc, StrCat("'", AssignOpSpelling(s.op), "' into ", what, " '",
@@ -373,12 +375,9 @@ class Guarder {
     }
     s.shared_atomic = true;
     if (report_ && !quiet_) {
-      AccessFinding f;
-      f.loc = loc;
-      f.verdict = AccessFinding::Verdict::kAtomic;
-      f.access = StrCat(access, " ", AssignOpSpelling(s.op));
-      f.detail = StrCat(why, "; updated atomically");
-      report_->findings.push_back(std::move(f));
+      finding(AccessFinding::Verdict::kAtomic,
+              StrCat(access, " ", AssignOpSpelling(s.op)),
+              StrCat(why, "; updated atomically"));
     }
   }
 

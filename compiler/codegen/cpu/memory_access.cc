@@ -115,9 +115,7 @@ absl::Status KernelEmitter::EmitStore(const StoreStmt& s, const Loc& loc) {
                            Offset(*buffer, s.indices, 0, loc));
   KILN_CG_ASSIGN_OR_RETURN(TypedValue value, EmitExpr(s.value));
   const Type elem = Type::Of(buffer->dtype);
-  const bool atomic = s.op == AssignOp::kAdd || s.op == AssignOp::kMax ||
-                      s.op == AssignOp::kMin;
-  if (atomic && buffer->is_tensor) {
+  if (HasAtomicForm(s.op) && buffer->is_tensor) {
     return AtomicUpdate(*buffer, offset, s.op, value, loc);
   }
   if (s.op != AssignOp::kSet) {

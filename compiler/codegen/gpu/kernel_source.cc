@@ -4,6 +4,7 @@
 
 #include "compiler/codegen/gpu/kernel_source_internal.h"
 #include "compiler/codegen/metadata_writer.h"
+#include "compiler/ir/assign_op.h"
 #include "compiler/ir/printer.h"
 
 namespace kiln::compiler::gpu {
@@ -121,9 +122,8 @@ absl::StatusOr<std::string> Emitter::StoreCode(const std::string& name,
   auto v = Value(value_expr);
   if (!v.ok()) return v.status();
   CExpr val = *v;
-  const bool atomic =
-      op == AssignOp::kAdd || op == AssignOp::kMax || op == AssignOp::kMin;
-  if (atomic && (b->tensor || (shared_atomic && !b->reg && !b->row))) {
+  if (HasAtomicForm(op) &&
+      (b->tensor || (shared_atomic && !b->reg && !b->row))) {
     // `+=`, `max=` and `min=` into a tensor are atomic (tile-ir.md §8), and
     // into a shared tile where guard-accesses found that iterations of a
     // `parallel` may update one element (a shared-memory atomic). The
