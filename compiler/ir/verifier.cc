@@ -382,7 +382,11 @@ Diagnostics Verify(const Program& program) {
                   verifier_internal::LocString(it->second),
                   "; kernel names are unique in a program")});
     }
+    const size_t before = diags.size();
     verifier_internal::KernelVerifier(kernel, &diags).Run();
+    if (diags.size() == before) {
+      verifier_internal::CheckPrivateLocals(kernel, &diags);
+    }
   }
   std::stable_sort(diags.begin(), diags.end(),
                    [](const Diagnostic& a, const Diagnostic& b) {

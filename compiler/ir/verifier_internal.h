@@ -31,6 +31,10 @@ struct RegionInfo {
   bool shape_known = true;  // false after an error: skip shape comparisons
 };
 
+// verifier_locals.cc: a local tile stored inside `parallel` is read only
+// where the same iteration stored the element (tile-ir.md §6, rule 8).
+void CheckPrivateLocals(const Kernel& kernel, Diagnostics* diags);
+
 class KernelVerifier : public NameTable {
  public:
   KernelVerifier(const Kernel& kernel, Diagnostics* diags);

@@ -245,6 +245,18 @@ TEST(VerifierTest, AcceptsEveryConstructUsedCorrectly) {
       " else { F[i, j] += 1 }\n"
       "    }\n  }\n}",
       "for t in serial(1, n) {\n  let a = t\n}\nif n > 0 {\n  let b = 2\n}",
+      // A local tile stored inside `parallel` is read where the same
+      // iteration stored the element: after lets, inside loops, after an
+      // `if` that stores it on both branches, after a loop over its whole
+      // dim. One never stored inside `parallel` is read anywhere.
+      "alloc local L: f32[4]\nalloc local C: f32[2]\nC[0] = s\nC[1] = 2\n"
+      "parallel (i, j) in (64, 4) {\n"
+      "  let r = bx * 64 + i\n  L[j] = X[r, j] * C[0]\n"
+      "  for u in serial(n) {\n    L[j] += X[bx * 64 + i, u]\n  }\n"
+      "  if i > 3 { L[0] = 1 } else { L[0] = C[1] }\n"
+      "  P[i] = L[j] + L[0]\n"
+      "  for w in unroll(4) {\n    L[w] = 0\n  }\n  P[i] = L[3 - j]\n"
+      "}\nlet c = C[1]",
   };
   for (const std::string& body : bodies) {
     Diagnostics d = ParseAndVerify(InKernel(body));

@@ -398,6 +398,20 @@ def test_shared_bins_on_cuda(spelled_as_call, tally_in):
     assert torch.equal(peak, want_peak)
 
 
+def test_local_tiles_and_vectorized_loops_on_cuda():
+    # T.vectorized as TileLang means it (tests/python/test_local_tiles.py):
+    # per-iteration registers inside a T.Parallel, and register staging
+    # every thread runs whole; against torch.
+    import test_local_tiles
+    x = randn(1000, 8, dtype=torch.float32)
+    y = test_local_tiles.scaled_rows()(x)
+    torch.testing.assert_close(y, 2 * x + 2 * x.flip(1))
+    a = randn(8, dtype=torch.float32)
+    b = randn(517, 8, dtype=torch.float32)
+    c = test_local_tiles.staged_dot()(a, b)
+    torch.testing.assert_close(c, b @ a, rtol=1e-5, atol=1e-5)
+
+
 def test_fragment_elements_outside_parallel_on_cuda():
     batch, heads, splits = 4, 32, 9
     lse = torch.rand(batch, heads, splits, device="cuda", generator=gen) * 6 - 3

@@ -908,6 +908,8 @@ class _Translator:
         if not isinstance(spec, LoopSpec):
             self._python_loop(node, spec)
             return
+        if spec.kind == "vectorized":
+            spec = self._vectorized(node, spec)
         if spec.kind == "parallel":
             self._parallel(node, spec)
             return
@@ -993,6 +995,49 @@ class _Translator:
             self.depth -= 1
         self.emit("}")
 
+    def _vectorized(self, node: ast.For, spec: LoopSpec) -> LoopSpec:
+        """T.vectorized: a per-thread loop (TileLang runs it whole in each
+        thread), so an unrolled loop, unless its body stores something a
+        loop outside T.Parallel cannot: then an element-wise T.Parallel
+        over its range."""
+        if self.in_parallel or self._stores_only_locals(node.body):
+            return LoopSpec("unroll", spec.args)
+        if len(spec.args) == 1:
+            return LoopSpec("parallel", spec.args)
+        start, stop = spec.args
+        return LoopSpec("parallel", (stop - start,), starts=(start,))
+
+    def _stores_only_locals(self, body: List[ast.stmt]) -> bool:
+        """Whether every statement of `body` (at any depth) that stores
+        stores a local tile or variable, and none is a tile op."""
+        for n in ast.walk(ast.Module(body=body, type_ignores=[])):
+            if isinstance(n, ast.Expr) and isinstance(n.value, ast.Call):
+                return False  # T.copy, T.atomic_add, ...
+            if isinstance(n, ast.Assign):
+                targets = n.targets
+            elif isinstance(n, (ast.AugAssign, ast.AnnAssign)):
+                targets = [n.target]
+            else:
+                continue
+            for t in targets:
+                if isinstance(t, ast.Subscript):
+                    base = self._peek(t.value)
+                    if isinstance(base, LocalVar):
+                        continue
+                    if not (isinstance(base, Buffer) and
+                            base.scope == "local"):
+                        return False
+        return True
+
+    def _peek(self, node: ast.expr) -> Any:
+        """The value a name is bound to, without translating anything."""
+        if not isinstance(node, ast.Name):
+            return None
+        try:
+            return self.lookup(node.id)[0]
+        except KilnSourceError:
+            return None
+
     def _parallel(self, node: ast.For, spec: LoopSpec) -> None:
         if self.in_parallel:
             raise self.error("T.Parallel loops cannot nest; write one "
@@ -1019,8 +1064,11 @@ class _Translator:
             zip(targets, irs, spec.args)])
         self.parallel_updates = updates
         try:
-            for x, ir in zip(targets, irs):
-                var = E.Expr("name", ir, ty="int")
+            starts = spec.starts or (0,) * len(irs)
+            for x, ir, start in zip(targets, irs, starts):
+                var: Any = E.Expr("name", ir, ty="int")
+                if not (isinstance(start, int) and start == 0):
+                    var = var + start
                 self.bind(x.id, var, "loop")  # type: ignore[attr-defined]
             for s in node.body:
                 self.stmt(s)

@@ -259,10 +259,12 @@ def ClusterKernel(*blocks: Any, threads: Any = 128,  # noqa: N802
 class LoopSpec:
     """The iterable of a kernel ``for`` loop."""
 
-    def __init__(self, kind: str, args: Tuple[Any, ...], stages: Any = None):
+    def __init__(self, kind: str, args: Tuple[Any, ...], stages: Any = None,
+                 starts: Optional[Tuple[Any, ...]] = None):
         self.kind = kind
         self.args = args
         self.stages = stages
+        self.starts = starts  # parallel: each index's first value (0)
 
     def __iter__(self):
         raise KilnSourceError(
@@ -329,9 +331,19 @@ def Persistent(domain: Sequence[Any], wave_size: Any, index: Any,  # noqa: N802
     return LoopSpec("persistent", (tuple(domain), wave_size, index))
 
 
+def Vectorized(start: Any, stop: Any = None,  # noqa: N802
+               annotations: Any = None) -> LoopSpec:
+    """TileLang's vectorised loop over ``[0, start)`` or ``[start, stop)``:
+    a loop each thread runs whole. Inside a T.Parallel, and where its body
+    stores only local tiles and variables, it is a loop the compiler
+    unrolls; a body that stores shared tiles, fragments or tensors makes it
+    an element-wise loop like T.Parallel over its range."""
+    return LoopSpec("vectorized", _range(start, stop))
+
+
 serial = Serial
 unroll = Unroll
-vectorized = Parallel
+vectorized = Vectorized
 parallel = Parallel  # (TIR's lowercase spelling)
 
 
