@@ -412,6 +412,49 @@ def test_local_tiles_and_vectorized_loops_on_cuda():
     torch.testing.assert_close(c, b @ a, rtol=1e-5, atol=1e-5)
 
 
+def test_reshaped_fragment_on_cuda():
+    # The lightning indexer's T.reshape (tests/python/test_tile_reshape.py):
+    # a GEMM's fragment seen as [n, q, h], weighted and reduced over h.
+    import test_tile_reshape
+    keys = randn(1000, 16, dtype=torch.float32)
+    qs = randn(32, 16, dtype=torch.float32)
+    w = randn(4, 8, dtype=torch.float32)
+    out = test_tile_reshape.weighted_head_sum()(keys, qs, w)
+    s = torch.relu(keys @ qs.T).reshape(1000, 4, 8) * w
+    torch.testing.assert_close(out, s.sum(-1), rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.parametrize("heads,dim,block_q,block_n", [
+    (4, 32, 4, 32), (16, 64, 4, 64)])
+def test_fp8_indexer_on_cuda(heads, dim, block_q, block_n):
+    # tests/python/test_indexer.py in FP8 e4m3: T.reshape of a tensor and
+    # of a GEMM fragment, a pipelined loop over a window read from memory.
+    import test_indexer
+    kernel = test_indexer.indexer_logits(heads=heads, dim=dim,
+                                         block_q=block_q, block_n=block_n,
+                                         dtype="float8_e4m3")
+    queries, keys = 301, 1000
+    fp8 = torch.float8_e4m3fn
+    q = torch.randint(-3, 4, (queries, heads, dim), device="cuda",
+                      generator=gen).to(fp8)
+    k = torch.randint(-3, 4, (keys, dim), device="cuda",
+                      generator=gen).to(fp8)
+    k_scale = torch.rand(keys, device="cuda", generator=gen) + 0.5
+    w = randn(queries, heads, dtype=torch.float32)
+    mid = torch.arange(queries, device="cuda") * 3
+    start = (mid - 200).clamp(min=0).to(torch.int32)
+    end = (mid + 57).to(torch.int32)
+    end[::7] = start[::7]
+    out = torch.full((queries, keys), float("-inf"), device="cuda")
+    kernel(q, k, k_scale, w, start, end, out)
+    dots = torch.einsum("shd,td->sht", q.float(), k.float())
+    want = torch.einsum("sht,sh->st", dots.relu(), w) * k_scale[None, :]
+    t = torch.arange(keys, device="cuda")[None, :]
+    inside = (t >= start[:, None]) & (t < end.clamp(max=keys)[:, None])
+    want = torch.where(inside, want, torch.full_like(want, float("-inf")))
+    torch.testing.assert_close(out, want, rtol=1e-4, atol=1e-3)
+
+
 def test_fragment_elements_outside_parallel_on_cuda():
     batch, heads, splits = 4, 32, 9
     lse = torch.rand(batch, heads, splits, device="cuda", generator=gen) * 6 - 3

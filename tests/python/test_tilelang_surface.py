@@ -249,7 +249,7 @@ def test_flat_index_helpers_and_hints(backend, rng):
 @pytest.mark.parametrize("construct, reason", [
     ("alloc_tmem", "Blackwell (sm_100)"),
     ("wait_wgmma", "hand-written asynchronous copies and MMA"),
-    ("reshape", "tile reshapes"),
+    ("Fragment", "Kiln lays out fragments itself"),
     ("uint64", "no 64-bit unsigned type"),
     ("get_block_binding", "use the block variables T.Kernel binds"),
 ])

@@ -24,7 +24,8 @@ import textwrap
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from kiln._dsl import expr as E
-from kiln._dsl import atomics, reducer, tileops, views, while_loop
+from kiln._dsl import (atomics, reducer, tile_views, tileops, views,
+                       while_loop)
 from kiln._dsl.dtypes import DType, to_ir
 from kiln._dsl.names import NameTable
 from kiln.errors import KilnSourceError
@@ -125,6 +126,10 @@ class Buffer:
         self.reducer: Optional[str] = None
         # For a buffer view (T.Tensor(shape, dtype, x.data)), what it views.
         self.view: Optional[views.View] = None
+        # For a tile reshape (T.reshape, T.view), the tile it reshapes, and
+        # whether a tile op took it (tile_views.py).
+        self.reshape_of: Optional["Buffer"] = None
+        self.materialised = False
 
     @property
     def dtype(self) -> str:
@@ -167,8 +172,12 @@ class Access:
             raise KilnSourceError(
                 f"'{self.buffer.py_name}' has {len(self.buffer.shape)} dims; "
                 f"got {len(self.items)} indices")
-        return E.load(self.buffer.name, [it[1] for it in self.items],
-                      self.buffer.dtype_ir)
+        idx = [it[1] for it in self.items]
+        if self.buffer.reshape_of is not None:
+            return E.load(self.buffer.reshape_of.name,
+                          tile_views.base_indices(self.buffer, idx),
+                          self.buffer.dtype_ir)
+        return E.load(self.buffer.name, idx, self.buffer.dtype_ir)
 
     # An element has TVM's PrimExpr surface, as a BufferLoad has:
     # ``B_local[i, j].astype(T.uint16)``, ``A[i].dtype``.
@@ -309,6 +318,7 @@ class _Translator:
         self.parts: List[Tuple[str, List[List]]] = []
         self.globals: List[Param] = []
         self.views: List[views.View] = []
+        self.tile_views: List[Buffer] = []  # this kernel's T.reshape tiles
         self.params: List[Param] = []
         self.symbols: Dict[str, str] = {}
         self.tunables: Dict[str, Tuple[int, ...]] = {}
@@ -461,6 +471,8 @@ class _Translator:
             for i in range(start, len(out)):
                 line_map[i + 1] = self.fdef.lineno
             for depth, text, line in lines:
+                if not text:
+                    continue  # (an unused T.reshape tile)
                 out.append("  " * depth + text)
                 line_map[len(out)] = line
             out.append("}")
@@ -585,6 +597,8 @@ class _Translator:
             self.block(node.body)
         finally:
             self.in_kernel = False
+        tile_views.drop_unused(self.tile_views)
+        self.tile_views = []
         if self.rasterized:  # T.use_swizzle: [depth, text, line]
             self.lines.insert(0, self.rasterized)
         self.parts.append((launch, self.lines))
@@ -714,6 +728,16 @@ class _Translator:
                 tileops.alloc(self, op, fn.__wrapped__, target.id, args,
                               kwargs)
                 return
+            if op in ("reshape", "view"):
+                args, kwargs = self._call_args(node.value)
+                buf = tile_views.make(
+                    self, op, tileops.bind_args(op, fn.__wrapped__, args,
+                                                kwargs), target.id)
+                if buf.scope == "global":
+                    self._assign_name(target.id, buf)
+                else:
+                    self.bind(target.id, buf, "buffer")
+                return
         value = self.ev(node.value)
         if isinstance(target, ast.Name):
             self._assign_name(target.id, value)
@@ -810,6 +834,14 @@ class _Translator:
 
     def _emit_store(self, buf: Buffer, idx: List[Any], op: str,
                     value: Any) -> None:
+        if buf.reshape_of is not None:  # an element of a T.reshape view
+            if len(idx) != len(buf.shape):
+                raise KilnSourceError(
+                    f"'{buf.py_name}' has {len(buf.shape)} dims; got "
+                    f"{len(idx)} indices")
+            self._emit_store(buf.reshape_of,
+                             tile_views.base_indices(buf, idx), op, value)
+            return
         if buf.scope == "global" and op != "=":
             raise KilnSourceError(
                 f"'{op}' into global tensor '{buf.py_name}': elements of a "
@@ -1359,7 +1391,7 @@ class _Translator:
             return self.eager_call(fn, eager, args, kwargs)
         op = getattr(fn, "_kiln_op", None)
         if op is not None:
-            if op.startswith("alloc_"):
+            if op.startswith("alloc_") or op in ("reshape", "view"):
                 raise KilnSourceError(f"assign T.{op}(...) to a name")
             if op in atomics.STORE_OPS and self.in_parallel:
                 atomics.element(self, op, fn.__wrapped__, args, kwargs)

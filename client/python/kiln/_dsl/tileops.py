@@ -15,7 +15,7 @@ import numbers
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
 from kiln._dsl import expr as E
-from kiln._dsl import atomics, im2col, reducer
+from kiln._dsl import atomics, im2col, reducer, tile_views
 from kiln._dsl.dtypes import itemsize_bits, to_ir
 from kiln.errors import KilnSourceError
 from kiln.layout import IndexMap, Layout
@@ -287,7 +287,12 @@ def run(t: "_Translator", op: str, fn: Callable, args: List[Any],
     handler = _HANDLERS.get(op)
     if handler is None:
         raise KilnSourceError(f"T.{op} is not supported")
+    written = tile_views.around_op(t, op, a)
     handler(t, a)
+    tile_views.after_op(t, written)
+
+
+bind_args = _bind
 
 
 def _clip(value: Any, shape: List[Any], common: List[int]) -> Any:

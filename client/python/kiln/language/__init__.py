@@ -442,6 +442,19 @@ def gemm(A, B, C, transpose_A=False, transpose_B=False,
 
 
 @_tile_op
+def reshape(src, shape):
+    """The same elements as ``src`` (a tile, or a global tensor), in
+    row-major order, seen with another shape (``s_r = T.reshape(s, (n, q,
+    h))``; kiln/_dsl/tile_views.py)."""
+
+
+@_tile_op
+def view(src, shape=None, dtype=None):
+    """``T.reshape`` with TileLang's ``T.view`` arguments; a view of
+    another dtype is refused (it would reinterpret bytes)."""
+
+
+@_tile_op
 def fill(buffer, value):
     """Sets every element of a tile (or region of one)."""
 
@@ -799,10 +812,6 @@ UNSUPPORTED = {
                       "shifts and masks)"),
     "float4_e2m1_unpacked": ("no fp4 dtype: keep the codes in a uint8 tensor "
                              "and decode them"),
-    "reshape": ("tile reshapes: allocate the tile with the shape you index "
-                "it by, or T.copy into one"),
-    "view": ("tile views of another shape or dtype: allocate the tile you "
-             "need (global tensors: T.Tensor(shape, dtype, x.data))"),
     "Fragment": ("fragment layouts: Kiln lays out fragments itself (shared "
                  "tiles take T.annotate_layout with a swizzle)"),
     "comm_reducer": ("custom reducers: use T.reduce_sum/max/min/absmax, or "
