@@ -176,6 +176,10 @@ def around_op(t: "_Translator", op: str, a: Dict[str, Any]
               ) -> List["Buffer"]:
     """Copies the views ``op`` reads into their tiles; returns the views it
     writes, for `after_op`."""
+    if op in ("fill", "clear") and _view_of(a["buffer"]) is a["buffer"]:
+        # The whole view is the whole base: fill that.
+        a["buffer"] = a["buffer"].reshape_of
+        return []
     reads, writes = _roles(op, a)
     for key, value in a.items():
         v = _view_of(value)
