@@ -139,3 +139,29 @@ def test_a_view_of_another_dtype_is_located(tmp_path):
                        match="reinterprets the bytes") as info:
         mod.main.ir
     assert f"{path}:{line_of(path, '# HERE')}" in str(info.value)
+
+
+@kiln.jit(out_idx=[-1])
+def binned_view(bins=16):
+    # An atomic update of a reshaped shared tile's element lands in the
+    # base tile: a [4, 4] view of 16 bins.
+    @T.prim_func
+    def main(Keys: T.Tensor((N,), "int32"), Y: T.Tensor((bins,), "int32")):
+        with T.Kernel(1, threads=64) as bx:
+            h = T.alloc_shared((bins,), "int32")
+            h2 = T.reshape(h, (4, bins // 4))
+            T.clear(h)
+            for blk in T.serial(T.ceildiv(N, 64)):
+                for i in T.Parallel(64):
+                    if blk * 64 + i < N:
+                        k = Keys[blk * 64 + i] % bins
+                        T.atomic_add(h2[k // 4, k % 4], 1)
+            T.copy(h, Y)
+    return main
+
+
+def test_an_atomic_update_of_a_view_lands_in_its_base(backend, rng):
+    n = int(rng.integers(100, 400))
+    keys = rng.integers(-50, 50, n).astype(np.int32)
+    want = np.bincount(keys % 16, minlength=16)
+    np.testing.assert_array_equal(binned_view()(keys), want)
