@@ -232,9 +232,10 @@ struct StoreStmt {  // X[i, j] = value   (also += -= *= /=)
   AssignOp op = AssignOp::kSet;
   Expr value;
   // Set by guard-accesses on a `+=`, `max=` or `min=` into a shared tile
-  // inside `parallel` when the prover cannot show that two iterations
-  // never write one element: GPU targets then update the element with a
-  // shared-memory atomic (tile-ir.md §8). Printed as a trailing comment.
+  // or a fragment inside `parallel` when the prover cannot show that two
+  // iterations never write one element: GPU targets then update the
+  // element with a shared-memory atomic (a fragment indexed so is kept in
+  // shared memory; tile-ir.md §8). Printed as a trailing comment.
   bool shared_atomic = false;
   bool operator==(const StoreStmt&) const = default;
 };

@@ -319,6 +319,7 @@ class _Translator:
         self.globals: List[Param] = []
         self.views: List[views.View] = []
         self.tile_views: List[Buffer] = []  # this kernel's T.reshape tiles
+        self.view_loops: List[tile_views.ViewLoop] = []
         self.params: List[Param] = []
         self.symbols: Dict[str, str] = {}
         self.tunables: Dict[str, Tuple[int, ...]] = {}
@@ -1082,29 +1083,44 @@ class _Translator:
         if len(targets) != len(spec.args):
             raise self.error(f"T.Parallel has {len(spec.args)} extents but "
                              f"binds {len(targets)} names")
-        extents = ", ".join(self.r(a) for a in spec.args)
-        irs = [self.names.fresh(x.id) for x in targets]  # type: ignore
-        for ir, extent in zip(irs, spec.args):
+        # A T.Parallel over the shape of a reshaped tile it indexes runs
+        # over its base tile's index space (tile_views.py).
+        view = None if spec.starts else tile_views.loop_view(
+            self, spec.args, [x.id for x in targets],  # type: ignore
+            node.body)
+        shape = list(view.reshape_of.shape) if view else list(spec.args)
+        irs = [self.names.fresh(x.id) for x in targets] if view is None \
+            else [self.names.fresh(f"{view.reshape_of.py_name}_{d}")
+                  for d in range(len(shape))]  # type: ignore[attr-defined]
+        extents = ", ".join(self.r(a) for a in shape)
+        for ir, extent in zip(irs, shape):
             if isinstance(extent, int) and not isinstance(extent, bool):
                 self.parallel_extents[ir] = int(extent)
         self.emit(f"parallel ({', '.join(irs)}) in ({extents}) {{")
         self.depth += 1
         self.in_parallel += 1
         self.scope = _Scope(self.scope)
-        updates = reducer.ParallelUpdates(self, [
-            (x.id, ir, e) for x, ir, e in  # type: ignore[attr-defined]
-            zip(targets, irs, spec.args)])
+        names = irs if view else [x.id for x in targets]  # type: ignore
+        updates = reducer.ParallelUpdates(self, list(zip(names, irs, shape)))
         self.parallel_updates = updates
         try:
-            starts = spec.starts or (0,) * len(irs)
-            for x, ir, start in zip(targets, irs, starts):
-                var: Any = E.Expr("name", ir, ty="int")
-                if not (isinstance(start, int) and start == 0):
-                    var = var + start
+            base_vars = [E.Expr("name", ir, ty="int") for ir in irs]
+            if view is not None:
+                loop = tile_views.ViewLoop(view, base_vars)
+                loop.__enter__()
+                self.view_loops.append(loop)
+                values = loop.view_vars
+            else:
+                starts = spec.starts or (0,) * len(irs)
+                values = [v if isinstance(st, int) and st == 0 else v + st
+                          for v, st in zip(base_vars, starts)]
+            for x, var in zip(targets, values):
                 self.bind(x.id, var, "loop")  # type: ignore[attr-defined]
             for s in node.body:
                 self.stmt(s)
         finally:
+            if view is not None:
+                self.view_loops.pop().__exit__()
             self.parallel_updates = None
             self.scope = self.scope.parent  # type: ignore[assignment]
             self.in_parallel -= 1
