@@ -52,10 +52,8 @@ def element(t: "_Translator", op: str, fn: Callable, args: List[Any],
             f"is a {dst.buffer.scope} tile, whose elements belong to one "
             "thread each")
     value = _scalar(a["value"])
-    buf, idx = dst.buffer, [it[1] for it in dst.items]
-    if buf.reshape_of is not None:  # an element of a T.reshape view
-        from kiln._dsl.tile_views import base_indices
-        buf, idx = buf.reshape_of, base_indices(buf, idx)
+    from kiln._dsl.tile_views import element
+    buf, idx = element(dst.buffer, [it[1] for it in dst.items])
     index = ", ".join(t.r(i) for i in idx)
     t.emit(f"{buf.name}[{index}] {STORE_OPS[op]} {t.r(value)}")
 

@@ -172,12 +172,9 @@ class Access:
             raise KilnSourceError(
                 f"'{self.buffer.py_name}' has {len(self.buffer.shape)} dims; "
                 f"got {len(self.items)} indices")
-        idx = [it[1] for it in self.items]
-        if self.buffer.reshape_of is not None:
-            return E.load(self.buffer.reshape_of.name,
-                          tile_views.base_indices(self.buffer, idx),
-                          self.buffer.dtype_ir)
-        return E.load(self.buffer.name, idx, self.buffer.dtype_ir)
+        buf, idx = tile_views.element(self.buffer,
+                                      [it[1] for it in self.items])
+        return E.load(buf.name, idx, buf.dtype_ir)
 
     # An element has TVM's PrimExpr surface, as a BufferLoad has:
     # ``B_local[i, j].astype(T.uint16)``, ``A[i].dtype``.
@@ -319,7 +316,6 @@ class _Translator:
         self.globals: List[Param] = []
         self.views: List[views.View] = []
         self.tile_views: List[Buffer] = []  # this kernel's T.reshape tiles
-        self.view_loops: List[tile_views.ViewLoop] = []
         self.params: List[Param] = []
         self.symbols: Dict[str, str] = {}
         self.tunables: Dict[str, Tuple[int, ...]] = {}
@@ -840,8 +836,7 @@ class _Translator:
                 raise KilnSourceError(
                     f"'{buf.py_name}' has {len(buf.shape)} dims; got "
                     f"{len(idx)} indices")
-            self._emit_store(buf.reshape_of,
-                             tile_views.base_indices(buf, idx), op, value)
+            self._emit_store(*tile_views.element(buf, idx), op, value)
             return
         if buf.scope == "global" and op != "=":
             raise KilnSourceError(
@@ -1043,23 +1038,16 @@ class _Translator:
     def _stores_only_locals(self, body: List[ast.stmt]) -> bool:
         """Whether every statement of `body` (at any depth) that stores
         stores a local tile or variable, and none is a tile op."""
-        for n in ast.walk(ast.Module(body=body, type_ignores=[])):
-            if isinstance(n, ast.Expr) and isinstance(n.value, ast.Call):
-                return False  # T.copy, T.atomic_add, ...
-            if isinstance(n, ast.Assign):
-                targets = n.targets
-            elif isinstance(n, (ast.AugAssign, ast.AnnAssign)):
-                targets = [n.target]
-            else:
-                continue
-            for t in targets:
-                if isinstance(t, ast.Subscript):
-                    base = self._peek(t.value)
-                    if isinstance(base, LocalVar):
-                        continue
-                    if not (isinstance(base, Buffer) and
-                            base.scope == "local"):
-                        return False
+        stores = body_stores(body)
+        if stores is None:
+            return False  # T.copy, T.atomic_add, ...
+        for t in stores:
+            if isinstance(t, ast.Subscript):
+                base = self._peek(t.value)
+                if isinstance(base, LocalVar):
+                    continue
+                if not (isinstance(base, Buffer) and base.scope == "local"):
+                    return False
         return True
 
     def _peek(self, node: ast.expr) -> Any:
@@ -1103,12 +1091,11 @@ class _Translator:
         names = irs if view else [x.id for x in targets]  # type: ignore
         updates = reducer.ParallelUpdates(self, list(zip(names, irs, shape)))
         self.parallel_updates = updates
+        base_vars = [E.Expr("name", ir, ty="int") for ir in irs]
+        loop = tile_views.ViewLoop(view, base_vars) if view else None
         try:
-            base_vars = [E.Expr("name", ir, ty="int") for ir in irs]
-            if view is not None:
-                loop = tile_views.ViewLoop(view, base_vars)
-                loop.__enter__()
-                self.view_loops.append(loop)
+            if loop is not None:
+                loop.activate()
                 values = loop.view_vars
             else:
                 starts = spec.starts or (0,) * len(irs)
@@ -1119,8 +1106,8 @@ class _Translator:
             for s in node.body:
                 self.stmt(s)
         finally:
-            if view is not None:
-                self.view_loops.pop().__exit__()
+            if loop is not None:
+                loop.deactivate()
             self.parallel_updates = None
             self.scope = self.scope.parent  # type: ignore[assignment]
             self.in_parallel -= 1
@@ -1693,6 +1680,20 @@ def _param_text(p: Param) -> str:
     if p.strides:
         text += f" strides [{', '.join(p.strides)}]"
     return text
+
+
+def body_stores(body: List[ast.stmt]) -> Optional[List[ast.expr]]:
+    """The targets of every assignment in ``body``, at any depth; None
+    when a statement is a call (a tile op: T.copy, T.atomic_add...)."""
+    out: List[ast.expr] = []
+    for n in ast.walk(ast.Module(body=body, type_ignores=[])):
+        if isinstance(n, ast.Expr) and isinstance(n.value, ast.Call):
+            return None
+        if isinstance(n, ast.Assign):
+            out.extend(n.targets)
+        elif isinstance(n, (ast.AugAssign, ast.AnnAssign)):
+            out.append(n.target)
+    return out
 
 
 def _is_one(v: Any) -> bool:

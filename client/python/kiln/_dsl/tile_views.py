@@ -114,11 +114,10 @@ class ViewLoop:
         self.base_vars = base_vars
         self.view_vars = view_indices(view, base_vars)
 
-    def __enter__(self) -> "ViewLoop":
+    def activate(self) -> None:
         _ACTIVE.append(self)
-        return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def deactivate(self) -> None:
         _ACTIVE.remove(self)
 
 
@@ -133,37 +132,31 @@ def loop_view(t: "_Translator", extents: Tuple[Any, ...],
     (``s_r[n, q, h] = ...``). Other loops keep their index space, where
     stores that leave out a loop variable are judged (reducers, races)."""
     import ast
+    from kiln._dsl.frontend import body_stores
     if not all(isinstance(e, int) and not isinstance(e, bool)
                for e in extents):
         return None
+    stores = body_stores(body)
+    if stores is None:
+        return None  # (a tile op: T.atomic_add ...)
     view = None
-    for n in ast.walk(ast.Module(body=body, type_ignores=[])):
-        if isinstance(n, ast.Expr) and isinstance(n.value, ast.Call):
-            return None  # (T.atomic_add ...)
-        if isinstance(n, ast.Assign):
-            stores = n.targets
-        elif isinstance(n, (ast.AugAssign, ast.AnnAssign)):
-            stores = [n.target]
-        else:
-            continue
-        for st in stores:
-            if isinstance(st, ast.Name):
-                continue  # a let (or a T.alloc_var, which is refused
-                # below only if stored: see the Subscript case)
-            if not isinstance(st, ast.Subscript) or \
-                    not isinstance(st.value, ast.Name):
-                return None
-            v = t._peek(st.value)
-            items = st.slice.elts if isinstance(st.slice, ast.Tuple) \
-                else [st.slice]
-            if not (getattr(v, "reshape_of", None) is not None and
-                    list(v.shape) == list(extents) and
-                    list(v.shape) != list(v.reshape_of.shape) and
-                    [getattr(i, "id", None) for i in items] == targets):
-                return None
-            if view is not None and v.reshape_of is not view.reshape_of:
-                return None
-            view = v
+    for st in stores:
+        if isinstance(st, ast.Name):
+            continue  # a let, or a T.alloc_var of this iteration
+        if not isinstance(st, ast.Subscript) or \
+                not isinstance(st.value, ast.Name):
+            return None
+        v = t._peek(st.value)
+        items = st.slice.elts if isinstance(st.slice, ast.Tuple) \
+            else [st.slice]
+        if not (getattr(v, "reshape_of", None) is not None and
+                list(v.shape) == list(extents) and
+                list(v.shape) != list(v.reshape_of.shape) and
+                [getattr(i, "id", None) for i in items] == targets):
+            return None
+        if view is not None and v.reshape_of is not view.reshape_of:
+            return None
+        view = v
     return view
 
 
@@ -172,19 +165,8 @@ def view_indices(view: "Buffer", base: List[Any]) -> List[Any]:
     of base_indices)."""
     vshape = list(view.shape)
     bshape = [int(d) for d in view.reshape_of.shape]
-    out: List[Any] = []
-    for (i, i2), (j, j2) in _groups(vshape, bshape):
-        linear: Any = 0
-        for k in range(j, j2):
-            linear = _add(_mul(linear, bshape[k]), base[k])
-        stride = math.prod(vshape[i:i2])
-        for k in range(i, i2):
-            stride //= vshape[k]
-            part = linear if stride == 1 else E.as_expr(linear) // stride
-            if k > i:
-                part = E.as_expr(part) % vshape[k]
-            out.append(part)
-    return out
+    groups = [(b, v) for v, b in _groups(vshape, bshape)]
+    return _regroup(base, bshape, vshape, groups)
 
 
 def _groups(vshape: List[int], bshape: List[int]
@@ -222,18 +204,35 @@ def base_indices(view: "Buffer", idx: List[Any]) -> List[Any]:
             return list(loop.base_vars)
     vshape = list(view.shape)
     bshape = [int(d) for d in view.reshape_of.shape]
+    return _regroup(idx, vshape, bshape, _groups(vshape, bshape))
+
+
+def element(buf: "Buffer", idx: List[Any]) -> Tuple["Buffer", List[Any]]:
+    """The tile and indices an element access of ``buf`` reaches: the base
+    tile's element for a view, ``buf[idx]`` itself otherwise."""
+    if buf.reshape_of is None:
+        return buf, idx
+    return buf.reshape_of, base_indices(buf, idx)
+
+
+def _regroup(idx: List[Any], src: List[int], dst: List[int],
+             groups: List[Tuple[Tuple[int, int], Tuple[int, int]]]
+             ) -> List[Any]:
+    """Indices ``idx`` over ``src`` as indices over ``dst``, the same
+    row-major position: per group (src dims [i, i2), dst dims [j, j2)),
+    the row-major offset over the group's src dims split over its dst
+    dims."""
     out: List[Any] = []
-    for (i, i2), (j, j2) in _groups(vshape, bshape):
-        pb = math.prod(bshape[j:j2])
+    for (i, i2), (j, j2) in groups:
         linear: Any = 0
         for k in range(i, i2):
-            linear = _add(_mul(linear, vshape[k]), idx[k])
-        stride = pb
+            linear = _add(_mul(linear, src[k]), idx[k])
+        stride = math.prod(dst[j:j2])
         for k in range(j, j2):
-            stride //= bshape[k]
+            stride //= dst[k]
             part = linear if stride == 1 else E.as_expr(linear) // stride
             if k > j:
-                part = E.as_expr(part) % bshape[k]
+                part = E.as_expr(part) % dst[k]
             out.append(part)
     return out
 
