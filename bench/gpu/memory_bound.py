@@ -109,6 +109,16 @@ def rms_norm_case(m, n, blk_m):
                 2 * x.numel() * 4)
 
 
+def elementwise_add_case(m, n, block_m, block_n, threads):
+    a = torch.randn(m, n, device="cuda")
+    b = torch.randn(m, n, device="cuda")
+    return Case(f"add_f32_{m}x{n}_{block_m}x{block_n}",
+                f"add f32 {m}x{n} {block_m}x{block_n}/{threads}",
+                kernels.elementwise_add(m, n, block_m, block_n, threads),
+                [a, b], [torch.empty_like(a)], lambda: a + b,
+                3 * a.numel() * 4)
+
+
 def layer_norm_case(m, d):
     x = torch.randn(m, d, device="cuda", dtype=torch.bfloat16)
     g = torch.randn(d, device="cuda", dtype=torch.bfloat16)
@@ -152,6 +162,9 @@ def cases(quick):
     for m, n in sizes:
         for blk_m in (1, 2, 4):
             out.append(lambda m=m, n=n, b=blk_m: rms_norm_case(m, n, b))
+        for bm, bn, th in ((32, 32, 128), (128, 128, 128)):
+            out.append(lambda m=m, n=n, bm=bm, bn=bn, th=th:
+                       elementwise_add_case(m, n, bm, bn, th))
         out.append(lambda m=m, n=n: layer_norm_case(m, n))
         out.append(lambda m=m, n=n: softmax_case(m, n))
         out.append(lambda m=m, n=n: two_pass_softmax_case(m, n))

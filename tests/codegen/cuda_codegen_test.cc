@@ -405,6 +405,53 @@ TEST(CudaCodegenTest, OwnedCopiesTestTheWholeRegionOnceAndSkipTheChunkChecks) {
   }
 }
 
+// TileLang's RMSNorm with four rows of 4096 per 128-thread block holds 128
+// f32 per thread in registers (the register budget counts the fragments
+// live together, not all declared). The edge path of each owned copy
+// computes the tensor's extent relative to the region once (kiln_lo /
+// kiln_hi per dim) and tests each chunk's constant indices against it, so
+// ptxas keeps the fragment in registers on that path too: no spills.
+TEST(CudaCodegenTest, AWideOwnedFragmentKeepsItsRegistersOnTheEdgePath) {
+  if (!HaveNvrtc()) GTEST_SKIP() << "NVRTC is not installed on this host";
+  constexpr char kRms[] = R"(
+kernel rms(A: f32[M, 4096], B: f32[M, 4096])
+  grid(ceildiv(M, 4)) threads(128) (bx) {
+  alloc shared staged: f32[4, 4096]
+  alloc fragment squares: f32[4, 4096]
+  alloc fragment vals: f32[4, 4096]
+  alloc fragment factor: f32[4]
+  copy A[bx * 4:+4, :] -> staged
+  copy staged -> vals
+  parallel (r, c) in (4, 4096) {
+    squares[r, c] = vals[r, c] * vals[r, c]
+  }
+  reduce.sum squares -> factor, dim=1
+  parallel (r1) in (4) {
+    factor[r1] = rsqrt(factor[r1] / 4096.0)
+  }
+  parallel (r2, c2) in (4, 4096) {
+    vals[r2, c2] *= factor[r2]
+  }
+  copy vals -> B[bx * 4:+4, :]
+}
+)";
+  CompileOptions o;
+  o.target = "sm_90a";
+  absl::StatusOr<CompiledKernel> k = Compile(kRms, o);
+  ASSERT_TRUE(k.ok()) << k.status();
+  EXPECT_THAT(k->layouts, HasSubstr("vals: registers, thread-owned chunks of "
+                                    "4 columns over 128 threads, 128 per "
+                                    "thread"));
+  const std::string& src = k->device_source;
+  EXPECT_THAT(src, HasSubstr("const int kiln_lo"));
+  EXPECT_THAT(src, HasSubstr("const int kiln_hi"));
+  absl::StatusOr<runtime::KernelMetadata> md =
+      runtime::ParseKernelMetadata(k->metadata);
+  ASSERT_TRUE(md.ok()) << md.status();
+  EXPECT_EQ(md->ptxas.spill_stores, 0) << k->build_log;
+  EXPECT_GE(md->ptxas.registers, 128);  // the fragment is in registers
+}
+
 TEST(CudaCodegenTest, SerialLoopsRunTheirWholeTilesFirstWithTheMasksFolded) {
   if (!HaveNvrtc()) GTEST_SKIP() << "NVRTC is not installed on this host";
   for (const char* spelling : {"constant_shapes", "let_bound"}) {

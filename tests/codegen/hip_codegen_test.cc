@@ -160,13 +160,18 @@ TEST(HipCodegenTest, GemmUsesMfmaFromAnLdsRing) {
 
 TEST(HipCodegenTest, LdsOverSixtyFourKibIsAnError) {
   KILN_SKIP_WITHOUT_HIPRTC();
-  // 128 x 160 f32 in LDS: 80 KiB.
+  // 128 x 160 f32 in LDS: 80 KiB (read transposed, so its elements pass
+  // between threads and it cannot live in registers).
   constexpr char kBig[] = R"(
-kernel big(X: f32[M, N], Y: f32[M, N])
+kernel big(X: f32[M, N], Y: f32[N, M])
   grid(ceildiv(N, 160), ceildiv(M, 128)) threads(256) (bx, by) {
   alloc shared S: f32[128, 160]
+  alloc fragment T: f32[160, 128]
   copy X[by * 128:+128, bx * 160:+160] -> S
-  copy S -> Y[by * 128:+128, bx * 160:+160]
+  parallel (i, j) in (160, 128) {
+    T[i, j] = S[j, i]
+  }
+  copy T -> Y[bx * 160:+160, by * 128:+128]
 }
 )";
   CompileOptions o;

@@ -772,6 +772,23 @@ TEST(OwnedFragmentTest, ARowWiderThanTheBlockTakesOneRegisterPerThread) {
   }
 }
 
+// Plans `k` for every target: `tiles` held in thread-owned registers and
+// no shared bytes for `staging`.
+void ExpectOwnedEverywhere(const std::string& k,
+                           const std::vector<const char*>& tiles,
+                           const std::string& staging) {
+  for (const char* target : kTargets) {
+    SCOPED_TRACE(target);
+    auto plan = PlanOf(k, target);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    for (const char* tile : tiles) {
+      EXPECT_THAT(Layout(*plan, tile), StartsWith("registers, thread-owned"))
+          << tile;
+    }
+    EXPECT_THAT(*plan, Not(HasSubstr("  " + staging + "  ")));
+  }
+}
+
 TEST(OwnedFragmentTest, AStagingSharedTileMetOnlyElementWiseLivesInRegisters) {
   // TileLang's habit: a row staged through shared memory, then copied or
   // read element-wise into fragments; gamma [D] read by the trailing
@@ -793,16 +810,7 @@ TEST(OwnedFragmentTest, AStagingSharedTileMetOnlyElementWiseLivesInRegisters) {
       "  }\n"
       "  copy xs_s -> Y[bx:+1, 0:+1024]\n"
       "}\n";
-  for (const char* target : kTargets) {
-    SCOPED_TRACE(target);
-    auto plan = PlanOf(k, target);
-    ASSERT_TRUE(plan.ok()) << plan.status();
-    for (const char* tile : {"xs_s", "g_s", "x"}) {
-      EXPECT_THAT(Layout(*plan, tile), StartsWith("registers, thread-owned"))
-          << tile;
-    }
-    EXPECT_THAT(*plan, Not(HasSubstr("  xs_s  ")));  // no shared bytes
-  }
+  ExpectOwnedEverywhere(k, {"xs_s", "g_s", "x"}, "xs_s");
   // Read transposed (TileLang's transpose), by a gemm, or outside a
   // parallel: threads exchange elements through it, so it stays shared.
   const std::map<std::string, std::string> exchanges = {
@@ -911,6 +919,83 @@ TEST(OwnedFragmentTest, TheChunkFollowsTheNarrowestTensorAndTheBlock) {
   EXPECT_EQ(Layout(*w, "xs"),
             "registers, thread-owned chunks of 4 columns over 256 threads, "
             "4 per thread");
+}
+
+TEST(OwnedFragmentTest, TheRegisterBudgetHoldsWhereFragmentsAreLiveTogether) {
+  // TileLang's RMSNorm with four rows per block: 128 f32 per thread in
+  // each of staged, vals and squares. Only vals is whole at any point
+  // (staged dies in the copy that fills vals; squares is a fused
+  // reduction's temporary), so all three take registers, not 192 KiB of
+  // shared memory.
+  const std::string rms =
+      "kernel k(A: f32[M, 4096], B: f32[M, 4096])\n"
+      "  grid(ceildiv(M, 4)) threads(128) (bx) {\n"
+      "  alloc shared staged: f32[4, 4096]\n"
+      "  alloc fragment squares: f32[4, 4096]\n"
+      "  alloc fragment vals: f32[4, 4096]\n"
+      "  alloc fragment factor: f32[4]\n"
+      "  copy A[bx * 4:+4, :] -> staged\n"
+      "  copy staged -> vals\n"
+      "  parallel (r, c) in (4, 4096) {\n"
+      "    squares[r, c] = vals[r, c] * vals[r, c]\n"
+      "  }\n"
+      "  reduce.sum squares -> factor, dim=1\n"
+      "  parallel (r1) in (4) {\n"
+      "    factor[r1] = rsqrt(factor[r1] / 4096.0)\n"
+      "  }\n"
+      "  parallel (r2, c2) in (4, 4096) {\n"
+      "    vals[r2, c2] *= factor[r2]\n"
+      "  }\n"
+      "  copy vals -> B[bx * 4:+4, :]\n"
+      "}\n";
+  ExpectOwnedEverywhere(rms, {"staged", "squares", "vals"}, "staged");
+  // Two fragments of 64 registers live together fit; a third live with
+  // them does not, and one live at the peak goes to shared memory. Used
+  // one after the other, the three fit again; inside a loop, a fragment is
+  // live over the whole loop.
+  const std::string a_plus_b =
+      "  copy X[bx * 4:+4, :] -> a\n"
+      "  copy X[bx * 4:+4, :] -> b\n"
+      "  parallel (i, j) in (4, 2048) {\n"
+      "    a[i, j] = a[i, j] + b[i, j]\n"
+      "  }\n"
+      "  copy a -> Y[bx * 4:+4, :]\n";
+  const std::string c_alone =
+      "  copy X[bx * 4:+4, :] -> c\n"
+      "  copy c -> Y[bx * 4:+4, :]\n";
+  const std::string c_across =
+      "  copy X[bx * 4:+4, :] -> a\n"
+      "  copy X[bx * 4:+4, :] -> b\n"
+      "  copy X[bx * 4:+4, :] -> c\n"
+      "  copy c -> Y[bx * 4:+4, :]\n"
+      "  parallel (i, j) in (4, 2048) {\n"
+      "    a[i, j] = a[i, j] + b[i, j]\n"
+      "  }\n"
+      "  copy a -> Y[bx * 4:+4, :]\n";
+  const std::map<std::string, std::pair<std::string, int>> cases = {
+      {"two", {a_plus_b, 0}},
+      {"three live together", {c_across, 1}},
+      {"three apart", {c_alone + a_plus_b, 0}},
+      {"three in a loop",
+       {"  for t in serial(4) {\n" + c_alone + a_plus_b + "  }\n", 1}},
+  };
+  for (const auto& [what, body_shared] : cases) {
+    SCOPED_TRACE(what);
+    auto plan = PlanOf(
+        "kernel k(X: f32[M, 2048], Y: f32[M, 2048])\n"
+        "  grid(ceildiv(M, 4)) threads(128) (bx) {\n"
+        "  alloc fragment a: f32[4, 2048]\n"
+        "  alloc fragment b: f32[4, 2048]\n"
+        "  alloc fragment c: f32[4, 2048]\n" +
+            body_shared.first + "}\n",
+        "sm_90a");
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    int shared = 0;
+    for (const char* tile : {"a", "b", "c"}) {
+      shared += Layout(*plan, tile) == "shared (fragment)";
+    }
+    EXPECT_EQ(shared, body_shared.second) << *plan;
+  }
 }
 
 TEST(OwnedFragmentTest, AnyOtherUseKeepsTheFragmentShared) {

@@ -90,7 +90,8 @@ def test_rms_norm():
                                atol=2e-2)
 
 
-@pytest.mark.parametrize("m,n,blk_m", [(4097, 4096, 1), (999, 1024, 4)])
+@pytest.mark.parametrize("m,n,blk_m", [(4097, 4096, 1), (999, 1024, 4),
+                                       (1001, 4096, 4)])
 def test_tilelang_rms_norm_example_on_cuda(m, n, blk_m):
     # TileLang's one-pass example: the row staged through a shared tile
     # that the plan holds in registers, its sum of squares in the row's
@@ -100,6 +101,17 @@ def test_tilelang_rms_norm_example_on_cuda(m, n, blk_m):
     torch.cuda.synchronize()
     want = x * (torch.rsqrt(x.pow(2).mean(-1, keepdim=True)) + 1e-12)
     torch.testing.assert_close(y, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("block_M,block_N,threads",
+                         [(32, 32, 128), (128, 128, 128), (64, 256, 256)])
+def test_tilelang_elementwise_add_on_cuda(block_M, block_N, threads):
+    # Staging tiles of 8 to 128 elements per thread: the ones live at once
+    # past the register budget go through shared memory.
+    a, b = randn(1000, 3001), randn(1000, 3001)
+    c = kernels.elementwise_add(1000, 3001, block_M, block_N, threads)(a, b)
+    torch.cuda.synchronize()
+    torch.testing.assert_close(c, a + b, rtol=0, atol=0)
 
 
 @pytest.mark.parametrize("m,d,threads", [(1025, 4096, 256), (77, 1536, 128)])

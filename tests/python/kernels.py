@@ -239,6 +239,31 @@ def rms_norm_row(M, N, blk_m=1, threads=128, dtype="float"):
     return main
 
 
+@kiln.jit(out_idx=[-1])
+def elementwise_add(M, N, block_M=32, block_N=32, threads=128,
+                    in_dtype="float32", out_dtype="float32"):
+    """C = A + B as TileLang's element-wise example writes it: both inputs
+    staged through shared tiles, the sum made in a fragment, staged out
+    through a third shared tile."""
+    @T.prim_func
+    def main(A: T.Tensor((M, N), in_dtype), B: T.Tensor((M, N), in_dtype),
+             C: T.Tensor((M, N), out_dtype)):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M),
+                      threads=threads) as (bx, by):
+            a_s = T.alloc_shared((block_M, block_N), in_dtype)
+            b_s = T.alloc_shared((block_M, block_N), in_dtype)
+            c_f = T.alloc_fragment((block_M, block_N), out_dtype)
+            c_s = T.alloc_shared((block_M, block_N), out_dtype)
+            T.copy(A[by * block_M, bx * block_N], a_s)
+            T.copy(B[by * block_M, bx * block_N], b_s)
+            for y, x in T.Parallel(block_M, block_N):
+                c_f[y, x] = a_s[y, x] + b_s[y, x]
+            T.copy(c_f, c_s)
+            T.copy(c_s, C[by * block_M, bx * block_N])
+
+    return main
+
+
 @kiln.jit(out_idx=[-3, -2, -1])
 def layer_norm_fwd(N, D, eps=1e-5, blk_m=1, threads=256,
                    in_dtype="bfloat16", out_dtype="bfloat16"):

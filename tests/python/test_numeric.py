@@ -153,6 +153,18 @@ def test_elementwise_symbolic_dim_and_scalar(backend, rng):
                                rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize("block_M,block_N,threads",
+                         [(32, 32, 128), (128, 128, 128)])
+def test_tilelang_elementwise_add(backend, rng, block_M, block_N, threads):
+    # TileLang's example at its own tile and at one whose staging tiles
+    # hold 128 elements per thread; ragged edges on both dims.
+    m, n = ragged(rng, 1, 300), ragged(rng, 1, 300)
+    a = rng.standard_normal((m, n)).astype(np.float32)
+    b = rng.standard_normal((m, n)).astype(np.float32)
+    c = kernels.elementwise_add(m, n, block_M, block_N, threads)(a, b)
+    np.testing.assert_allclose(c, a + b, rtol=1e-6, atol=1e-6)
+
+
 def test_caller_provided_outputs(backend, rng):
     """Without out_idx every tensor is passed in and written in place."""
     prim = kernels.scale_add.func()

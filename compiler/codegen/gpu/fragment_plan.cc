@@ -13,7 +13,7 @@ namespace {
 constexpr int64_t kMaxRegsPerFragment = 128;
 constexpr int64_t kMaxRegsTotal = 192;
 // Accumulator and thread-owned registers together.
-constexpr int64_t kMaxOwnedTotal = 96;
+constexpr int64_t kMaxOwnedTotal = 128;
 
 void ForEachStmt(const Block& b, const std::function<void(const Stmt&)>& f) {
   for (const Stmt& s : b) {

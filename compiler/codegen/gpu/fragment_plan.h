@@ -34,7 +34,10 @@
 //    accumulator) and row reductions of it is held in registers, each
 //    thread owning chunks of `vec` adjacent columns (kiln::OwnLayout), so
 //    element-wise and memory-bound kernels run without shared memory or
-//    barriers and copy whole chunks with vector loads and stores.
+//    barriers and copy whole chunks with vector loads and stores. The
+//    register budget holds where most of them are live at once (a staging
+//    tile dying in the copy that fills the next shares its registers; a
+//    fused reduction's temporary takes none).
 // 8. Their row vectors (owned_rows.cc): a rank-1 f32 fragment met only by
 //    fills, row reductions of thread-owned fragments, `parallel`s over its
 //    rows (storing only into such vectors) and reads inside the owned
@@ -207,6 +210,14 @@ FragmentPlan PlanFragments(const Kernel& kernel, int64_t threads,
 // (owned_fragments.cc); `budget` registers per thread at most in all.
 void PlanOwned(const Kernel& kernel, int64_t threads, int64_t budget,
                FragmentPlan* plan);
+
+// Whether the row reduction `r` fuses with the `parallel` `p` just before
+// it (plan.fused_reductions, plan_fused_reductions.cc): r reduces a whole
+// thread-owned fragment along its last dim, and p runs over that
+// fragment's index space storing only into it, with no register
+// accumulator in its body.
+bool FusesWithReduction(const ParallelStmt& p, const ReduceStmt& r,
+                        const FragmentPlan& frag);
 
 // The control flow around tile statements, for the plan steps that scan a
 // kernel (owned_fragments.cc, owned_rows.cc): walks `b` and the bodies of

@@ -26,17 +26,19 @@
 // copies want (16 bytes of the narrowest tensor they copy), halved until
 // the columns and the block divide evenly (a class may mix owned and
 // shared members: copies and `parallel`s between them go element by
-// element). While the registers exceed the budget, the largest shared tile
-// is dropped (back to shared memory), then the largest fragment.
+// element). The budget holds at the busiest point of the kernel (Peak
+// below): while the registers live there exceed it, the largest shared tile
+// live there is dropped (back to shared memory), then the largest fragment.
 #include <functional>
 
 #include "compiler/codegen/gpu/fragment_plan.h"
+#include "compiler/codegen/gpu/stmt_access.h"
 #include "compiler/ir/const_fold.h"
 
 namespace kiln::compiler::gpu {
 namespace {
 
-constexpr int64_t kMaxOwnedRegs = 32;  // per fragment, per thread
+constexpr int64_t kMaxOwnedRegs = 128;  // per fragment, per thread
 
 void Loads(const Expr& e, const std::function<void(const Expr&)>& f) {
   if (e.kind == ExprKind::kLoad) f(e);
@@ -243,6 +245,102 @@ int ChunkWidth(const TileInfo& t, int64_t threads, int64_t want) {
   return 0;
 }
 
+// Where the owned fragments are live. Statements are numbered in order
+// (a `parallel` or tile op is one statement; `for` and `if` bodies are
+// numbered through); a fragment is live from its first statement to its
+// last, and over the whole of every loop it is used in (its value may pass
+// from one iteration to the next). Only the points between two statements
+// hold whole fragments: a statement reading the last of one fragment and
+// writing the first of another (`copy X_shared -> X_local`, a `parallel`
+// mapping one into the other) goes chunk by chunk over one layout, so the
+// two share registers. A fused reduction's temporary (FusesWithReduction:
+// a `parallel` storing it, then its row reduction) is never held whole: its
+// store counts at the reduction.
+struct Liveness {
+  const FragmentPlan& plan;
+  const std::set<std::string>& owned;
+  int next = 0;
+  std::map<std::string, std::pair<int, int>> span;  // first, last
+
+  void Use(const std::string& n, int at) {
+    auto [it, fresh] = span.emplace(n, std::make_pair(at, at));
+    if (!fresh) {
+      it->second.first = std::min(it->second.first, at);
+      it->second.second = std::max(it->second.second, at);
+    }
+  }
+
+  // Numbers `b`'s statements; returns the owned fragments they use.
+  std::set<std::string> Number(const Block& b) {
+    std::set<std::string> used;
+    for (size_t i = 0; i < b.size(); ++i) {
+      const Stmt& s = b[i];
+      if (auto* f = std::get_if<ForStmt>(&s.node)) {
+        const int begin = next;
+        std::set<std::string> in = Number(f->body);
+        for (const std::string& n : in) {
+          Use(n, begin);
+          Use(n, std::max(begin, next - 1));
+        }
+        used.insert(in.begin(), in.end());
+        continue;
+      }
+      if (auto* c = std::get_if<IfStmt>(&s.node)) {
+        for (const Block* body : {&c->then_body, &c->else_body}) {
+          std::set<std::string> in = Number(*body);
+          used.insert(in.begin(), in.end());
+        }
+        continue;
+      }
+      std::set<std::string> r, w;
+      AllStmtAccesses(s, plan, &r, &w);
+      r.insert(w.begin(), w.end());
+      std::string temporary;
+      if (i + 1 < b.size()) {
+        auto* p = std::get_if<ParallelStmt>(&s.node);
+        auto* red = std::get_if<ReduceStmt>(&b[i + 1].node);
+        if (p && red && FusesWithReduction(*p, *red, plan)) {
+          temporary = red->src.name;
+        }
+      }
+      for (const std::string& n : r) {
+        if (!owned.count(n)) continue;
+        Use(n, n == temporary ? next + 1 : next);
+        used.insert(n);
+      }
+      ++next;
+    }
+    return used;
+  }
+};
+
+// The registers of `owned` at the kernel's busiest point, and the
+// fragments live there.
+int64_t Peak(const Kernel& k, const FragmentPlan& plan,
+             const std::map<std::string, OwnedFragment>& owned,
+             std::set<std::string>* live_at_peak) {
+  std::set<std::string> names;
+  for (const auto& [n, o] : owned) names.insert(n);
+  Liveness live{plan, names, 0, {}};
+  live.Number(k.body);
+  int64_t peak = 0;
+  for (int point = 1; point < live.next; ++point) {
+    int64_t regs = 0;
+    std::set<std::string> here;
+    for (const auto& [n, sp] : live.span) {
+      if (sp.first < point && point <= sp.second) {
+        regs += owned.at(n).regs();
+        here.insert(n);
+      }
+    }
+    if (regs > peak) {
+      peak = regs;
+      *live_at_peak = std::move(here);
+    }
+  }
+  return peak;
+}
+
 }  // namespace
 
 void PlanOwned(const Kernel& k, int64_t threads, int64_t budget,
@@ -324,24 +422,31 @@ void PlanOwned(const Kernel& k, int64_t threads, int64_t budget,
       o.vec = width.at(root);
       if (o.vec == 0) continue;
       owned[c] = o;
-      total += o.regs();
     }
+    // (The fusion test reads the plan as it would be with these owned.)
+    FragmentPlan tentative = *plan;
+    tentative.owned = owned;
+    std::set<std::string> live;
+    total += Peak(k, tentative, owned, &live);
     if (total > budget && !owned.empty()) {
-      // Shared tiles go back to shared memory first (largest first), so a
-      // staging tile never takes a fragment's registers.
+      // Of those live at the peak (any, if none is), shared tiles go back
+      // to shared memory first (largest first), so a staging tile never
+      // takes a fragment's registers.
+      if (live.empty()) {
+        for (const auto& [n, o] : owned) live.insert(n);
+      }
       auto shared_first = [&](const std::string& n) {
         return plan->tiles.at(n).scope == Scope::kShared;
       };
-      auto largest = owned.begin();
-      for (auto it = owned.begin(); it != owned.end(); ++it) {
-        const bool a = shared_first(it->first),
-                   b = shared_first(largest->first);
+      const std::string* largest = &*live.begin();
+      for (const std::string& n : live) {
+        const bool a = shared_first(n), b = shared_first(*largest);
         if ((a && !b) ||
-            (a == b && it->second.regs() > largest->second.regs())) {
-          largest = it;
+            (a == b && owned.at(n).regs() > owned.at(*largest).regs())) {
+          largest = &n;
         }
       }
-      cand.erase(largest->first);
+      cand.erase(*largest);
       continue;
     }
     plan->owned = std::move(owned);

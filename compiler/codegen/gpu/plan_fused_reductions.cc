@@ -28,8 +28,9 @@ namespace kiln::compiler::gpu {
 namespace {
 
 // Calls `store` for every element store and `load` for every load in `b`.
-void Walk(const Block& b, const std::function<void(const StoreStmt&)>& store,
-          const std::function<void(const Expr&)>& load) {
+void WalkStores(const Block& b,
+                const std::function<void(const StoreStmt&)>& store,
+                const std::function<void(const Expr&)>& load) {
   std::function<void(const Expr&)> ex = [&](const Expr& e) {
     if (e.kind == ExprKind::kLoad) load(e);
     for (const Expr& a : e.args) ex(a);
@@ -43,18 +44,20 @@ void Walk(const Block& b, const std::function<void(const StoreStmt&)>& store,
       ex(st->value);
     } else if (auto* i = std::get_if<IfStmt>(&s.node)) {
       ex(i->cond);
-      Walk(i->then_body, store, load);
-      Walk(i->else_body, store, load);
+      WalkStores(i->then_body, store, load);
+      WalkStores(i->else_body, store, load);
     } else if (auto* f = std::get_if<ForStmt>(&s.node)) {
       if (f->start) ex(*f->start);
       ex(f->stop);
-      Walk(f->body, store, load);
+      WalkStores(f->body, store, load);
     }
   }
 }
 
-bool Fusable(const ParallelStmt& p, const ReduceStmt& r,
-             const FragmentPlan& frag) {
+}  // namespace
+
+bool FusesWithReduction(const ParallelStmt& p, const ReduceStmt& r,
+                        const FragmentPlan& frag) {
   auto own = frag.owned.find(r.src.name);
   if (own == frag.owned.end() || r.src.has_slices || r.dst.has_slices) {
     return false;
@@ -67,7 +70,7 @@ bool Fusable(const ParallelStmt& p, const ReduceStmt& r,
     if (FoldInt(p.extents[d]) != dims[d]) return false;
   }
   bool ok = true, writes_src = false;
-  Walk(
+  WalkStores(
       p.body,
       [&](const StoreStmt& s) {
         if (s.name != r.src.name) ok = false;
@@ -79,6 +82,8 @@ bool Fusable(const ParallelStmt& p, const ReduceStmt& r,
   return ok && writes_src;
 }
 
+namespace {
+
 void PlanBlock(const Block& b, KernelPlan* plan) {
   for (size_t i = 0; i < b.size(); ++i) {
     if (auto* f = std::get_if<ForStmt>(&b[i].node)) PlanBlock(f->body, plan);
@@ -89,7 +94,7 @@ void PlanBlock(const Block& b, KernelPlan* plan) {
     if (i + 1 == b.size()) continue;
     auto* p = std::get_if<ParallelStmt>(&b[i].node);
     auto* r = std::get_if<ReduceStmt>(&b[i + 1].node);
-    if (p && r && Fusable(*p, *r, plan->fragments)) {
+    if (p && r && FusesWithReduction(*p, *r, plan->fragments)) {
       plan->fused_reductions[&b[i + 1]] = &b[i];
     }
   }

@@ -180,11 +180,81 @@ absl::Status Emitter::EmitOwnedCopy(const Access& src, const Access& dst,
   rb.shape = {Expr::Int(of.vec)};
   vars_[u] = {u, Type::Int()};
   const int64_t chunk_bytes = StorageBytes(xd, of.vec);
-  // Every chunk of this thread: its first and last element's indices on
-  // the other side, the chunk's pointer, and the one element copy (or
-  // chunk copy) emitted for it; `checked`: the chunk tested at the
-  // tensor's edges and for alignment, element by element where it fails.
+  // The edge path's frame, computed once before its chunk loop: for each
+  // dim of the tensor the fragment runs along, the fragment indices inside
+  // the tensor (lo <= i < hi); whether the region's other dims are inside;
+  // whether its chunks are aligned. A chunk's tests are then comparisons of
+  // constants (the loop is unrolled) with these, not 64-bit index sums per
+  // element: at 128 registers per thread a fragment whose edge path tests
+  // each element in full leaves ptxas too few registers to keep it.
+  const std::vector<size_t> along = x.LoopDims(true);
+  std::vector<std::string> lo(along.size()), hi(along.size());
+  const std::string in_name = StrCat("kiln_in", id),
+                    al_name = StrCat("kiln_al", id);
+  auto frame = [&]() -> absl::Status {
+    std::vector<int64_t> spans;
+    for (int64_t n : ob.dims) {
+      if (n != 1) spans.push_back(n);
+    }
+    if (spans.size() != along.size()) {
+      return absl::InternalError("owned copy: fragment and region dims differ");
+    }
+    Expr others = Expr::Bool(true);
+    for (size_t d = 0; d < x.starts.size(); ++d) {
+      if (std::find(along.begin(), along.end(), d) != along.end()) continue;
+      others = Expr::Binary(
+          BinaryOp::kAnd, std::move(others),
+          Expr::Binary(
+              BinaryOp::kAnd,
+              Expr::Binary(BinaryOp::kLe, Expr::Int(0), x.starts[d]),
+              Expr::Binary(BinaryOp::kLt, x.starts[d], x.buf->shape[d])));
+    }
+    auto in = Value(FoldConstants(others));
+    if (!in.ok()) return in.status();
+    Line(StrCat("const bool ", in_name, " = ", in->code, ";"));
+    auto aligned = WholeRegion(x, ob.dims, of.vec, chunk_bytes, false);
+    if (!aligned.ok()) return aligned.status();
+    Line(StrCat("const bool ", al_name, " = ", *aligned, ";"));
+    vars_[in_name] = {in_name, Type::Of(DType::kBool)};
+    vars_[al_name] = {al_name, Type::Of(DType::kBool)};
+    for (size_t k = 0; k < along.size(); ++k) {
+      const size_t d = along[k];
+      auto start = Index(x.starts[d]);
+      if (!start.ok()) return start.status();
+      auto size = Index(x.buf->shape[d]);
+      if (!size.ok()) return size.status();
+      lo[k] = StrCat("kiln_lo", id, "_", k);
+      hi[k] = StrCat("kiln_hi", id, "_", k);
+      Line(StrCat("const int ", lo[k], " = (int)kiln::min_(kiln::max_(-(",
+                  *start, "), 0LL), ", spans[k], "LL);"));
+      Line(StrCat("const int ", hi[k], " = (int)kiln::max_(kiln::min_((", *size,
+                  ") - (", *start, "), ", spans[k], "LL), 0LL);"));
+      vars_[lo[k]] = {lo[k], Type::Int()};
+      vars_[hi[k]] = {hi[k], Type::Int()};
+    }
+    return absl::OkStatus();
+  };
+  // Whether the rows of the chunk at `ivs` (every dim but the last) lie
+  // inside the tensor, by the frame.
+  auto rows_in = [&](const std::vector<Expr>& ivs) {
+    Expr in = Expr::Var(in_name);
+    size_t k = 0;
+    for (size_t d = 0; d + 1 < ivs.size() && k + 1 < lo.size(); ++d) {
+      if (ob.dims[d] == 1) continue;
+      in = Expr::Binary(
+          BinaryOp::kAnd, std::move(in),
+          Expr::Binary(BinaryOp::kAnd,
+                       Expr::Binary(BinaryOp::kLe, Expr::Var(lo[k]), ivs[d]),
+                       Expr::Binary(BinaryOp::kLt, ivs[d], Expr::Var(hi[k]))));
+      ++k;
+    }
+    return in;
+  };
+  // Every chunk of this thread: its pointer on the other side and the one
+  // chunk copy emitted for it; `checked`: only the part of the chunk inside
+  // the tensor, by the frame (whole where it all is and aligned).
   auto chunk_loop = [&](bool checked) -> absl::Status {
+    if (checked) KILN_GPU_RETURN_IF_ERROR(frame());
     Line("#pragma unroll");
     Open(StrCat("for (int ", c, " = 0; ", c, " < ", of.regs() / of.vec, "; ++",
                 c, ")"));
@@ -195,21 +265,32 @@ absl::Status Emitter::EmitOwnedCopy(const Access& src, const Access& dst,
           auto off = Offset(*x.buf, xf);
           if (!off.ok()) return off.status();
           const std::string ptr = StrCat(x.buf->code, " + ", *off);
+          // An edge chunk: the part of it inside the tensor, [f, e).
+          std::string part;
           if (checked) {
-            std::vector<Expr> last = first;
-            last.back() = Expr::Binary(BinaryOp::kAdd, first.back(),
-                                       Expr::Int(of.vec - 1));
-            Expr in =
-                Expr::Binary(BinaryOp::kAnd, x.Guard(xf), x.Guard(other(last)));
-            auto guard = Value(FoldConstants(in));
-            if (!guard.ok()) return guard.status();
-            Open(StrCat("if ((", guard->code, ") && kiln::chunk_aligned(", ptr,
-                        ", ", chunk_bytes, "))"));
+            auto ok = Value(FoldConstants(rows_in(first)));
+            if (!ok.ok()) return ok.status();
+            auto col = Index(first.back());
+            if (!col.ok()) return col.status();
+            const std::string f = StrCat("kiln_f", id),
+                              e = StrCat("kiln_e", id);
+            Open("");
+            Line(StrCat("const bool kiln_ok", id, " = ", ok->code, ";"));
+            Line(StrCat("const int ", f, " = kiln_ok", id,
+                        " ? (int)kiln::max_((long long)", lo.back(), " - (",
+                        *col, "), 0LL) : ", of.vec, ";"));
+            Line(StrCat("const int ", e, " = kiln_ok", id,
+                        " ? (int)kiln::min_((long long)", hi.back(), " - (",
+                        *col, "), ", of.vec, "LL) : 0;"));
+            part = StrCat(", ", f, ", ", e, ", ", al_name);
           }
+          const std::string move =
+              checked ? (into ? "load_chunk_part" : "store_chunk_part")
+                      : "copy_chunk";
           Line(StrCat("alignas(16) ", StorageType(xd), " ", raw, "[", of.vec,
                       "];"));
           if (into) {
-            Line(StrCat("kiln::copy_chunk<", of.vec, ">(", raw, ", ", ptr,
+            Line(StrCat("kiln::", move, "<", of.vec, ">(", raw, ", ", ptr, part,
                         ");"));
           }
           Line("#pragma unroll");
@@ -229,19 +310,10 @@ absl::Status Emitter::EmitOwnedCopy(const Access& src, const Access& dst,
               }));
           Close();
           if (!into) {
-            Line(StrCat("kiln::copy_chunk<", of.vec, ">(", ptr, ", ", raw,
+            Line(StrCat("kiln::", move, "<", of.vec, ">(", ptr, ", ", raw, part,
                         ");"));
           }
-          if (!checked) return absl::OkStatus();
-          Close("} else {");
-          ++indent_;
-          Line("#pragma unroll");
-          Open(StrCat("for (int ", u, " = 0; ", u, " < ", of.vec, "; ++", u,
-                      ")"));
-          KILN_GPU_RETURN_IF_ERROR(
-              AtOwned(ob, StrCat(c, " * ", of.vec), u, element));
-          Close();
-          Close();
+          if (checked) Close();
           return absl::OkStatus();
         });
     Close();

@@ -75,6 +75,34 @@ __device__ inline void copy_chunk(T* dst, const T* src) {
   }
 }
 
+// The part [first, end) of an N-element chunk at p, the rest outside the
+// tensor (an edge chunk): one access for the whole chunk when all of it is
+// there and `aligned`, else element by element; a load zeroes the elements
+// outside the part. `first` and `end` are run-time values, so an edge path
+// of many chunks stays as small as the path without edges.
+template <int N, typename T>
+__device__ inline void load_chunk_part(T* regs, const T* p, int first, int end,
+                                       bool aligned) {
+  if (first == 0 && end == N && aligned) {
+    copy_chunk<N>(regs, p);
+    return;
+  }
+#pragma unroll
+  for (int i = 0; i < N; ++i) regs[i] = first <= i && i < end ? p[i] : T(0);
+}
+template <int N, typename T>
+__device__ inline void store_chunk_part(T* p, const T* regs, int first, int end,
+                                        bool aligned) {
+  if (first == 0 && end == N && aligned) {
+    copy_chunk<N>(p, regs);
+    return;
+  }
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    if (first <= i && i < end) p[i] = regs[i];
+  }
+}
+
 // Whether a chunk of `bytes` bytes at p may be accessed whole.
 __device__ inline bool chunk_aligned(const void* p, int bytes) {
   const int a = bytes % 16 == 0 ? 16 : bytes;
