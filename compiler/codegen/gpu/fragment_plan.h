@@ -211,13 +211,13 @@ FragmentPlan PlanFragments(const Kernel& kernel, int64_t threads,
 void PlanOwned(const Kernel& kernel, int64_t threads, int64_t budget,
                FragmentPlan* plan);
 
-// Whether the row reduction `r` fuses with the `parallel` `p` just before
-// it (plan.fused_reductions, plan_fused_reductions.cc): r reduces a whole
-// thread-owned fragment along its last dim, and p runs over that
-// fragment's index space storing only into it, with no register
-// accumulator in its body.
-bool FusesWithReduction(const ParallelStmt& p, const ReduceStmt& r,
-                        const FragmentPlan& frag);
+// The row reduction `b[i + 1]` when it fuses with the `parallel` `b[i]`
+// (plan.fused_reductions, plan_fused_reductions.cc), else null: it reduces
+// a whole thread-owned fragment along its last dim, and the `parallel`
+// runs over that fragment's index space storing only into it, with no
+// register accumulator in its body.
+const ReduceStmt* FusedReductionAfter(const Block& b, size_t i,
+                                      const FragmentPlan& frag);
 
 // The control flow around tile statements, for the plan steps that scan a
 // kernel (owned_fragments.cc, owned_rows.cc): walks `b` and the bodies of

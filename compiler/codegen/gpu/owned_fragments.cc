@@ -253,12 +253,12 @@ int ChunkWidth(const TileInfo& t, int64_t threads, int64_t want) {
 // hold whole fragments: a statement reading the last of one fragment and
 // writing the first of another (`copy X_shared -> X_local`, a `parallel`
 // mapping one into the other) goes chunk by chunk over one layout, so the
-// two share registers. A fused reduction's temporary (FusesWithReduction:
+// two share registers. A fused reduction's temporary (FusedReductionAfter:
 // a `parallel` storing it, then its row reduction) is never held whole: its
 // store counts at the reduction.
 struct Liveness {
   const FragmentPlan& plan;
-  const std::set<std::string>& owned;
+  const std::map<std::string, OwnedFragment>& owned;
   int next = 0;
   std::map<std::string, std::pair<int, int>> span;  // first, last
 
@@ -295,14 +295,8 @@ struct Liveness {
       std::set<std::string> r, w;
       AllStmtAccesses(s, plan, &r, &w);
       r.insert(w.begin(), w.end());
-      std::string temporary;
-      if (i + 1 < b.size()) {
-        auto* p = std::get_if<ParallelStmt>(&s.node);
-        auto* red = std::get_if<ReduceStmt>(&b[i + 1].node);
-        if (p && red && FusesWithReduction(*p, *red, plan)) {
-          temporary = red->src.name;
-        }
-      }
+      const ReduceStmt* fused = FusedReductionAfter(b, i, plan);
+      const std::string temporary = fused ? fused->src.name : "";
       for (const std::string& n : r) {
         if (!owned.count(n)) continue;
         Use(n, n == temporary ? next + 1 : next);
@@ -319,9 +313,7 @@ struct Liveness {
 int64_t Peak(const Kernel& k, const FragmentPlan& plan,
              const std::map<std::string, OwnedFragment>& owned,
              std::set<std::string>* live_at_peak) {
-  std::set<std::string> names;
-  for (const auto& [n, o] : owned) names.insert(n);
-  Liveness live{plan, names, 0, {}};
+  Liveness live{plan, owned, 0, {}};
   live.Number(k.body);
   int64_t peak = 0;
   for (int point = 1; point < live.next; ++point) {

@@ -54,10 +54,8 @@ void WalkStores(const Block& b,
   }
 }
 
-}  // namespace
-
-bool FusesWithReduction(const ParallelStmt& p, const ReduceStmt& r,
-                        const FragmentPlan& frag) {
+bool Fusable(const ParallelStmt& p, const ReduceStmt& r,
+             const FragmentPlan& frag) {
   auto own = frag.owned.find(r.src.name);
   if (own == frag.owned.end() || r.src.has_slices || r.dst.has_slices) {
     return false;
@@ -82,6 +80,16 @@ bool FusesWithReduction(const ParallelStmt& p, const ReduceStmt& r,
   return ok && writes_src;
 }
 
+}  // namespace
+
+const ReduceStmt* FusedReductionAfter(const Block& b, size_t i,
+                                      const FragmentPlan& frag) {
+  if (i + 1 >= b.size()) return nullptr;
+  auto* p = std::get_if<ParallelStmt>(&b[i].node);
+  auto* r = std::get_if<ReduceStmt>(&b[i + 1].node);
+  return p && r && Fusable(*p, *r, frag) ? r : nullptr;
+}
+
 namespace {
 
 void PlanBlock(const Block& b, KernelPlan* plan) {
@@ -91,10 +99,7 @@ void PlanBlock(const Block& b, KernelPlan* plan) {
       PlanBlock(c->then_body, plan);
       PlanBlock(c->else_body, plan);
     }
-    if (i + 1 == b.size()) continue;
-    auto* p = std::get_if<ParallelStmt>(&b[i].node);
-    auto* r = std::get_if<ReduceStmt>(&b[i + 1].node);
-    if (p && r && FusesWithReduction(*p, *r, plan->fragments)) {
+    if (FusedReductionAfter(b, i, plan->fragments)) {
       plan->fused_reductions[&b[i + 1]] = &b[i];
     }
   }

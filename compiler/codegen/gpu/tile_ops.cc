@@ -3,12 +3,29 @@
 // (matrix cores for register accumulators, a per-thread dot product
 // otherwise).
 #include <algorithm>
+#include <array>
 
 #include "compiler/codegen/cuda/hopper/tma_maps.h"
 #include "compiler/codegen/gpu/kernel_source_internal.h"
 #include "compiler/ir/expr_uses.h"
 
 namespace kiln::compiler::gpu::internal {
+namespace {
+
+// The C++ declarations of `lo` and `hi`: of `span` elements from index
+// `start` (a C++ name) along a dim of `size` elements, those at lo <= i <
+// hi (relative to start) lie inside the dim.
+std::array<std::string, 2> InsideSpan(const std::string& lo,
+                                      const std::string& hi,
+                                      const std::string& start,
+                                      const std::string& size, int64_t span) {
+  return {StrCat("const int ", lo, " = (int)kiln::min_(kiln::max_(-", start,
+                 ", 0LL), ", span, "LL);"),
+          StrCat("const int ", hi, " = (int)kiln::max_(kiln::min_(", size,
+                 " - ", start, ", ", span, "LL), 0LL);")};
+}
+
+}  // namespace
 
 absl::Status Emitter::EmitCopy(const CopyStmt& c, const Stmt& at) {
   auto src = MakeAccess(c.src);
@@ -225,10 +242,12 @@ absl::Status Emitter::EmitOwnedCopy(const Access& src, const Access& dst,
       if (!size.ok()) return size.status();
       lo[k] = StrCat("kiln_lo", id, "_", k);
       hi[k] = StrCat("kiln_hi", id, "_", k);
-      Line(StrCat("const int ", lo[k], " = (int)kiln::min_(kiln::max_(-(",
-                  *start, "), 0LL), ", spans[k], "LL);"));
-      Line(StrCat("const int ", hi[k], " = (int)kiln::max_(kiln::min_((", *size,
-                  ") - (", *start, "), ", spans[k], "LL), 0LL);"));
+      const std::string s0 = StrCat("kiln_s", id, "_", k);
+      Line(StrCat("const long long ", s0, " = ", *start, ";"));
+      for (const std::string& l :
+           InsideSpan(lo[k], hi[k], s0, *size, spans[k])) {
+        Line(l);
+      }
       vars_[lo[k]] = {lo[k], Type::Int()};
       vars_[hi[k]] = {hi[k], Type::Int()};
     }
@@ -496,18 +515,14 @@ bool Emitter::TryFastCopy(const Access& src, const Access& dst, const Stmt* at,
     const std::string r0 = row1 ? "0LL" : start[fd[0]], c0 = start[fd[1]];
     Open("");
     Line("const long long kiln_r0 = " + r0 + ", kiln_c0 = " + c0 + ";");
-    Line(
-        StrCat("const int kiln_rlo = (int)kiln::min_(kiln::max_(-kiln_r0, "
-               "0LL), ",
-               tdims[0], "LL);"));
-    Line(StrCat("const int kiln_rhi = (int)kiln::max_(kiln::min_(", *r_dim,
-                " - kiln_r0, ", tdims[0], "LL), 0LL);"));
-    Line(
-        StrCat("const int kiln_clo = (int)kiln::min_(kiln::max_(-kiln_c0, "
-               "0LL), ",
-               tdims[1], "LL);"));
-    Line(StrCat("const int kiln_chi = (int)kiln::max_(kiln::min_(", *c_dim,
-                " - kiln_c0, ", tdims[1], "LL), 0LL);"));
+    for (const std::string& l :
+         InsideSpan("kiln_rlo", "kiln_rhi", "kiln_r0", *r_dim, tdims[0])) {
+      Line(l);
+    }
+    for (const std::string& l :
+         InsideSpan("kiln_clo", "kiln_chi", "kiln_c0", *c_dim, tdims[1])) {
+      Line(l);
+    }
     const std::string st_type = StorageType(dt);
     const std::string gp = g.buf->code + " + (" + base_off + ")";
     const std::string tp =
