@@ -452,6 +452,57 @@ kernel rms(A: f32[M, 4096], B: f32[M, 4096])
   EXPECT_GE(md->ptxas.registers, 128);  // the fragment is in registers
 }
 
+// Tile copies into shared memory stay in flight until a statement reads
+// their tiles: A's and B's cp.async copies are both issued, the
+// accumulator is cleared under them, and one wait and one barrier come
+// before the gemm that reads both (not a wait and a barrier per copy).
+TEST(CudaCodegenTest, TileCopiesStayInFlightUntilTheirFirstReader) {
+  if (!HaveNvrtc()) GTEST_SKIP() << "NVRTC is not installed on this host";
+  constexpr char kMm[] = R"(
+kernel mm(A: f16[M, 64], B: f16[64, N], C: f32[M, N])
+  grid(ceildiv(N, 64), ceildiv(M, 64)) threads(128) (bx, by) {
+  alloc shared As: f16[64, 64]
+  alloc shared Bs: f16[64, 64]
+  alloc fragment Acc: f32[64, 64]
+  copy A[by * 64:+64, :] -> As
+  copy B[:, bx * 64:+64] -> Bs
+  clear Acc
+  gemm As, Bs -> Acc
+  copy Acc -> C[by * 64:+64, bx * 64:+64]
+}
+)";
+  for (const char* target : {"sm_80", "sm_90a"}) {
+    SCOPED_TRACE(target);
+    CompileOptions o;
+    o.target = target;
+    absl::StatusOr<CompiledKernel> k = Compile(kMm, o);
+    ASSERT_TRUE(k.ok()) << k.status();
+    const std::string& src = k->device_source;
+    const size_t a = src.find("g2s_tile_async<unsigned short, As_L");
+    const size_t b = src.find("g2s_tile_async<unsigned short, Bs_L");
+    const size_t clear = src.find("// tile 9:3");
+    const size_t gemm = src.find("// tile 10:3");
+    ASSERT_NE(a, std::string::npos) << src;
+    ASSERT_NE(b, std::string::npos) << src;
+    ASSERT_NE(gemm, std::string::npos) << src;
+    ASSERT_LT(a, b);
+    ASSERT_LT(b, clear);
+    ASSERT_LT(clear, gemm);
+    auto count = [&](const std::string& what, size_t from, size_t to) {
+      int n = 0;
+      for (size_t i = src.find(what, from); i < to; i = src.find(what, i + 1)) {
+        ++n;
+      }
+      return n;
+    };
+    EXPECT_EQ(count("cp_async_wait", a, gemm), 0) << src;
+    EXPECT_EQ(count("__syncthreads", a, gemm), 0) << src;
+    const size_t op = src.find("kiln::gemm", gemm);
+    EXPECT_EQ(count("cp_async_wait<0>", gemm, op), 1) << src;
+    EXPECT_EQ(count("__syncthreads", gemm, op), 1) << src;
+  }
+}
+
 TEST(CudaCodegenTest, SerialLoopsRunTheirWholeTilesFirstWithTheMasksFolded) {
   if (!HaveNvrtc()) GTEST_SKIP() << "NVRTC is not installed on this host";
   for (const char* spelling : {"constant_shapes", "let_bound"}) {

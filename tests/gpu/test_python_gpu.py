@@ -108,7 +108,8 @@ def test_tilelang_rms_norm_example_on_cuda(m, n, blk_m):
 def test_tilelang_elementwise_add_on_cuda(block_M, block_N, threads):
     # Staging tiles of 8 to 128 elements per thread: the ones live at once
     # past the register budget go through shared memory.
-    a, b = randn(1000, 3001), randn(1000, 3001)
+    a = randn(1000, 3001, dtype=torch.float32)
+    b = randn(1000, 3001, dtype=torch.float32)
     c = kernels.elementwise_add(1000, 3001, block_M, block_N, threads)(a, b)
     torch.cuda.synchronize()
     torch.testing.assert_close(c, a + b, rtol=0, atol=0)

@@ -140,6 +140,12 @@ class Emitter {
   // read/written since the last barrier; an op that reads or writes what
   // is pending-written, or writes what is pending-read, gets one first.
   void Barrier() {
+    // The cp.async copies of earlier statements land before any thread
+    // passes (TryFastCopy leaves them in flight until a reader's barrier).
+    if (async_pending_) {
+      Line("kiln::cp_async_wait<0>();");
+      async_pending_ = false;
+    }
     // wgmma reads shared memory through the async proxy: generic writes
     // (stores, cp.async) are fenced before the barrier that publishes them.
     if (!plan_.wgmma_tiles.empty()) Line("kiln::fence_proxy_async();");
@@ -450,6 +456,13 @@ class Emitter {
   std::map<std::string, std::pair<std::string, Type>> vars_;
   std::map<std::string, Buf> bufs_;
   std::set<std::string> pend_r_, pend_w_;
+  // A tile copy's cp.async group is committed but not waited for: the next
+  // Barrier() waits (its tile is in pend_w_, so its first reader, or any
+  // writer of its bytes, gets that barrier), and copies of several
+  // statements stay in flight together. Not inside a pipelined loop
+  // (`pipelined_` > 0), whose ring counts groups: there each waits at once.
+  bool async_pending_ = false;
+  int pipelined_ = 0;
   std::map<std::string, std::string> wgmma_instrs_;  // name -> definition
   // Inside a pipelined ring whose wgmma groups are waited for by the loop.
   bool defer_wgmma_wait_ = false;

@@ -155,6 +155,11 @@ absl::Status Emitter::EmitPipelined(const ForStmt& f, const Loc& loc) {
   if (!range.ok()) return range.status();
   const std::string& v = range->var;
   Flush();
+  ++pipelined_;
+  struct Leave {
+    int* depth;
+    ~Leave() { --*depth; }
+  } leave{&pipelined_};
   Line(StrCat("// tile ", At(loc), ": pipelined loop, ", S, "-stage ",
               dialect_.ring_name, " ring"));
   Open("");

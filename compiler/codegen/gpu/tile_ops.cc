@@ -570,9 +570,9 @@ bool Emitter::TryFastCopy(const Access& src, const Access& dst, const Stmt* at,
     Close();
     if (g2s && wait) {
       Line("kiln::cp_async_commit();");
-      Line("kiln::cp_async_wait<0>();");
+      async_pending_ = true;  // waited for by the next Barrier()
+      if (pipelined_ > 0) Barrier();
     }
-    if (wait && g2s) Barrier();
     return absl::OkStatus();
   };
   *st = emit();
