@@ -8,9 +8,20 @@
 
 namespace kiln::compiler {
 
-// Every symbol of a tensor shape is >= 0 (and an index name).
+// Every symbol of a tensor shape is >= 0 (and an index name); so is every
+// integer scalar parameter (an unknown integer, uniform over the launch,
+// which `assume`s may bound: they are checked at launch), >= 0 when it is
+// unsigned and narrower than 64 bits (the index arithmetic is 64-bit and
+// signed).
 inline void AddSymbolFacts(const Kernel& k, Prover* prover, IndexNames* names) {
   for (const Param& p : k.params) {
+    if (!p.is_tensor && IsInteger(p.dtype)) {
+      names->insert(p.name);
+      if (!IsSigned(p.dtype) && DTypeBits(p.dtype) < 64) {
+        prover->AddFact(
+            Expr::Binary(BinaryOp::kGe, Expr::Var(p.name), Expr::Int(0)));
+      }
+    }
     for (const Expr& d : p.shape) {
       if (d.kind == ExprKind::kVar) {
         names->insert(d.name);

@@ -180,7 +180,40 @@ kernel k(X: f32[N], Y: f32[N], n: i64)
 )");
   EXPECT_THAT(r, HasSubstr("k.tile:6:3: checked at run time: copy tile "
                            "region t[0:+n]: tests `n <= 64` (clipped to the "
-                           "tile at run time)"));
+                           "tile at run time); out of range at N = 0, b = 0, "
+                           "n = 65"));
+}
+
+// An integer scalar parameter is a name the prover reasons about: an
+// `assume` bounding it (checked at launch) proves the run-time extent in
+// its tile and, with the symbol's facts, in its tensor. An unsigned one is
+// never negative.
+TEST(ProveTest, AnIntegerScalarParameterIsBoundedByItsAssumptions) {
+  const std::string bounded = Report(R"(
+kernel k(X: f32[N], Y: f32[N], n: i32)
+  assume n >= 0, n <= 64, N % 64 == 0
+  grid(ceildiv(N, 64)) threads(64) (b) {
+  alloc shared t: f32[64]
+  copy X[b * 64:+64] -> t
+  copy t[0:+n] -> Y[b * 64:+n]
+}
+)");
+  EXPECT_THAT(bounded, HasSubstr("k.tile:7:3: proven: copy tile region "
+                                 "t[0:+n]"));
+  EXPECT_THAT(bounded, HasSubstr("k.tile:7:3: proven: copy tensor region "
+                                 "Y[b * 64:+n]"));
+  EXPECT_THAT(bounded, HasSubstr("4 proven, 0 checked at run time"));
+  const std::string unsigned_index = Report(R"(
+kernel k(X: f32[N], Y: f32[64], i: u32)
+  assume i < 64
+  grid(1) threads(64) (b) {
+  alloc fragment t: f32[64]
+  clear t
+  t[i] = 1.0
+  copy t -> Y
+}
+)");
+  EXPECT_THAT(unsigned_index, HasSubstr("proven: store t[i]"));
 }
 
 // Every corpus kernel's report, as its golden file has it.
