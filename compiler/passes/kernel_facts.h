@@ -8,11 +8,11 @@
 
 namespace kiln::compiler {
 
-// Every symbol of a tensor shape is >= 0 (and an index name); so is every
-// integer scalar parameter (an unknown integer, uniform over the launch,
-// which `assume`s may bound: they are checked at launch), >= 0 when it is
-// unsigned and narrower than 64 bits (the index arithmetic is 64-bit and
-// signed).
+// Every symbol of a tensor shape is an index name and >= 0. Every integer
+// scalar parameter is an index name too (an unknown integer, uniform over
+// the launch, which `assume`s may bound: they are checked at launch), and
+// >= 0 when it is unsigned and narrower than 64 bits (the index arithmetic
+// is 64-bit and signed).
 inline void AddSymbolFacts(const Kernel& k, Prover* prover, IndexNames* names) {
   for (const Param& p : k.params) {
     if (!p.is_tensor && IsInteger(p.dtype)) {

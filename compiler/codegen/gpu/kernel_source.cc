@@ -1010,10 +1010,7 @@ absl::StatusOr<KernelSource> Emitter::Run() {
   const std::string producer_marker = "// @@kiln-producer@@\n";
   if (kp_.ws.loop) out_ += producer_marker;
   KILN_GPU_RETURN_IF_ERROR(EmitBlock(k_.body, false));
-  if (async_pending_) {  // (copies nothing read: none left in flight)
-    Line("kiln::cp_async_wait<0>();");
-    async_pending_ = false;
-  }
+  WaitForCopies();  // (copies nothing read: none left in flight)
   // A persistent block's next tile reuses its shared buffers. With TMA,
   // the tiles the producer loads are handed over on mbarriers (the ring's,
   // and kiln_qempty for those loaded per tile) and each warpgroup waits

@@ -139,13 +139,16 @@ class Emitter {
   // Barriers are placed lazily: pend_r_/pend_w_ hold the shared buffers
   // read/written since the last barrier; an op that reads or writes what
   // is pending-written, or writes what is pending-read, gets one first.
+  // Waits for the tile copies TryFastCopy left in flight, if any.
+  void WaitForCopies() {
+    if (!async_pending_) return;
+    Line("kiln::cp_async_wait<0>();");
+    async_pending_ = false;
+  }
   void Barrier() {
     // The cp.async copies of earlier statements land before any thread
     // passes (TryFastCopy leaves them in flight until a reader's barrier).
-    if (async_pending_) {
-      Line("kiln::cp_async_wait<0>();");
-      async_pending_ = false;
-    }
+    WaitForCopies();
     // wgmma reads shared memory through the async proxy: generic writes
     // (stores, cp.async) are fenced before the barrier that publishes them.
     if (!plan_.wgmma_tiles.empty()) Line("kiln::fence_proxy_async();");
